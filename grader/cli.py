@@ -1,0 +1,38 @@
+"""The ``attn-grader`` command line.
+
+Subcommands live next to what they drive and are imported only when used, so
+``attn-grader check`` never loads the web app or the database layer, and the
+grader package itself stays free of them.
+"""
+from __future__ import annotations
+
+import importlib
+
+import click
+
+# name -> "module:attribute" of a click command or group
+COMMANDS = {
+    "experiments": "reference_impl.cli:experiments",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module, attr = target.split(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="attn-grader")
+def main() -> None:
+    """Quizzes and a sandboxed autograder for scaled dot-product attention."""
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,6 @@
+"""Running untrusted student code: isolation levels, limits, and the parent/child protocol."""
+from .backends import SandboxUnavailable
+from .limits import Limits
+from .session import CallResult, LoadResult, Session, StudentError
+
+__all__ = ["CallResult", "Limits", "LoadResult", "SandboxUnavailable", "Session", "StudentError"]

@@ -1,0 +1,190 @@
+"""How a sandboxed child is made, by isolation level.
+
+- ``none``: a plain subprocess (debugging only).
+- ``auto``: the strongest layer this host offers; a plain subprocess with rlimits
+  where nothing stronger exists, with a warning.
+- ``strict``: every layer or nothing: refuses with a message naming what is missing.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from .limits import Limits
+
+HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py")
+
+
+class SandboxUnavailable(RuntimeError):
+    """The requested isolation level cannot be provided on this host."""
+
+
+def child_env(device: str) -> dict:
+    """A clean environment: nothing of the grader's (secrets included) leaks in."""
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "TMPDIR": "/tmp",
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[var] = "1"  # reproducible runs; a fork never deadlocks in a thread pool
+    if device.startswith("cuda") and "CUDA_VISIBLE_DEVICES" in os.environ:
+        env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+    return env
+
+
+class OutputCapture(threading.Thread):
+    """Keeps the first ``cap`` bytes of a pipe, then closes it (the writer gets EPIPE)."""
+
+    def __init__(self, fd: int, cap: int):
+        super().__init__(daemon=True)
+        self.fd, self.cap, self.data, self.truncated = fd, cap, bytearray(), False
+
+    def run(self) -> None:
+        try:
+            while True:
+                chunk = os.read(self.fd, 65536)
+                if not chunk:
+                    break
+                self.data += chunk[: self.cap - len(self.data)]
+                if len(self.data) >= self.cap:
+                    self.truncated = True
+                    break
+        except OSError:
+            pass
+        finally:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+
+    def text(self) -> str:
+        suffix = "\n[output truncated]" if self.truncated else ""
+        return self.data.decode("utf-8", "replace") + suffix
+
+
+def describe_status(status: int | None) -> str:
+    if status is None:
+        return "still running"
+    if status < 0:
+        sig = -status
+        if sig == signal.SIGKILL:
+            return "killed (SIGKILL: time or memory limit)"
+        if sig == signal.SIGXCPU:
+            return "CPU time limit exceeded"
+        if sig == signal.SIGSEGV:
+            return "segmentation fault"
+        try:
+            return f"killed by signal {signal.Signals(sig).name}"
+        except ValueError:
+            return f"killed by signal {sig}"
+    return f"exit status {status}"
+
+
+class PlainChild:
+    """A fresh interpreter running the harness, in its own session, under rlimits."""
+
+    def __init__(self, limits: Limits, device: str, apply_rlimits: bool):
+        req_r, req_w = os.pipe()
+        res_r, res_w = os.pipe()
+
+        # close_fds runs after preexec_fn and keeps only pass_fds: so 3 and 4 are kept.
+        def preexec():  # runs in the child between fork and exec
+            os.setsid()
+            # Copies first, so neither target number clobbers the other's source.
+            a, b = os.dup(req_r), os.dup(res_w)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+            if apply_rlimits:
+                set_rlimits(limits)
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", HARNESS], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, pass_fds=(3, 4), preexec_fn=preexec,
+            env=child_env(device), cwd="/tmp")
+        os.close(req_r)
+        os.close(res_w)
+        self.request_fd, self.response_fd = req_w, res_r
+        self.out = OutputCapture(os.dup(self.proc.stdout.fileno()), limits.output_bytes)
+        self.err = OutputCapture(os.dup(self.proc.stderr.fileno()), limits.output_bytes)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        self.out.start()
+        self.err.start()
+
+    def path_of(self, host_path: str) -> str:
+        return host_path
+
+    def wait_exit(self, timeout: float) -> str:
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        return describe_status(self.proc.poll())
+
+    def describe_exit(self) -> str:
+        return describe_status(self.proc.poll())
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        for fd in (self.request_fd, self.response_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.request_fd = self.response_fd = -1
+        self.out.join(1.0)
+        self.err.join(1.0)
+
+    def stdout_text(self) -> str:
+        return self.out.text()
+
+    def stderr_text(self) -> str:
+        return self.err.text()
+
+
+def set_rlimits(limits: Limits) -> None:
+    def cap(which, value):
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            pass
+    cap(resource.RLIMIT_CPU, limits.cpu_seconds)      # soft = hard: SIGKILL, not a catchable SIGXCPU
+    cap(resource.RLIMIT_DATA, limits.memory_bytes)    # friendly MemoryError before any cgroup kill
+    cap(resource.RLIMIT_FSIZE, limits.file_size)
+    cap(resource.RLIMIT_NOFILE, limits.open_files)
+    cap(resource.RLIMIT_CORE, 0)
+    if os.getuid() != 0:  # NPROC is per uid and not enforced for root
+        cap(resource.RLIMIT_NPROC, limits.processes)
+
+
+class PlainBackend:
+    level = "none"
+
+    def __init__(self, limits: Limits, device: str, apply_rlimits: bool, warnings=()):
+        self.limits, self.device, self.apply_rlimits = limits, device, apply_rlimits
+        self.warnings = list(warnings)
+        if apply_rlimits:
+            self.level = "auto"
+
+    def spawn(self, submission_dir: str) -> PlainChild:
+        return PlainChild(self.limits, self.device, self.apply_rlimits)
+
+
+def select_backend(level: str, limits: Limits, device: str):
+    if level not in ("strict", "auto", "none"):
+        raise ValueError(f"unknown sandbox level {level!r} (choose strict, auto or none)")
+    if level == "none":
+        return PlainBackend(limits, device, apply_rlimits=False,
+                            warnings=["sandbox disabled (--sandbox none): the submission runs unconfined"])
+    if level == "strict":
+        raise SandboxUnavailable("strict isolation is not available on this host: "
+                                 "namespaces, cgroups and seccomp are required")
+    return PlainBackend(limits, device, apply_rlimits=True, warnings=[
+        "full isolation is unavailable here; the submission runs in a plain subprocess with resource limits"])

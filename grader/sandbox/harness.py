@@ -1,0 +1,208 @@
+"""The child side: imports one student file and answers the grader's requests.
+
+Runs inside the sandbox as a script (never as part of the ``grader`` package, which
+the student must not be able to import). Requests arrive on fd 3 and answers leave on
+fd 4 as wire frames; the student's own prints go to stdout/stderr, which the parent
+captures and caps, so nothing the student prints can pass for a result.
+
+Everything in this process is untrusted once the student file is imported: the
+parent compares results against its own reference and never trusts a verdict from
+here. The operator trace below is an aid to detection, not a security boundary.
+"""
+import importlib.util
+import inspect
+import os
+import sys
+import time
+import traceback
+
+REQUEST_FD, RESPONSE_FD = 3, 4
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load_wire():
+    spec = importlib.util.spec_from_file_location("_attn_wire", os.path.join(HERE, "wire.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+import torch  # noqa: E402  (after the path-only wire loader on purpose)
+from torch.overrides import TorchFunctionMode  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+wire = _load_wire()
+STATE = {"fn": None, "path": None}
+
+
+class OpRecorder(TorchFunctionMode):
+    """Records the torch functions (Python API level) and aten ops a call runs."""
+
+    def __init__(self, names):
+        super().__init__()
+        self.names = names
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        module = getattr(func, "__module__", None) or "Tensor"
+        self.names.add(module + "." + getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
+class AtenRecorder(TorchDispatchMode):
+    def __init__(self, names):
+        super().__init__()
+        self.names = names
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.add("aten." + func._schema.name.split("::")[-1])
+        return func(*args, **(kwargs or {}))
+
+
+def _student_traceback(exc: BaseException) -> str:
+    """Only the student's own frames, so a message never shows harness internals."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == STATE["path"]]
+    lines = traceback.format_list(frames) if frames else []
+    lines += traceback.format_exception_only(type(exc), exc)
+    return "".join(lines)[-8000:]
+
+
+def _error(stage: str, exc: BaseException) -> dict:
+    return {"ok": False, "stage": stage, "error": {
+        "type": type(exc).__name__, "message": str(exc)[:2000], "traceback": _student_traceback(exc)}}
+
+
+def load(req: dict) -> dict:
+    STATE["path"] = req["path"]
+    try:
+        spec = importlib.util.spec_from_file_location("submission", req["path"])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["submission"] = module
+        spec.loader.exec_module(module)
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt too: the student raised them
+        return _error("import", exc)
+    fn = getattr(module, req["function"], None)
+    if fn is None:
+        names = sorted(n for n in vars(module) if not n.startswith("_") and callable(vars(module)[n]))
+        return {"ok": False, "stage": "missing", "error": {
+            "type": "MissingFunction", "message": f"no function named {req['function']!r}",
+            "traceback": "", "defined": names[:20]}}
+    if not callable(fn):
+        return {"ok": False, "stage": "missing", "error": {
+            "type": "NotCallable", "message": f"{req['function']!r} is a {type(fn).__name__}, not a function",
+            "traceback": ""}}
+    try:
+        params = [{"name": p.name, "kind": p.kind.name, "has_default": p.default is not p.empty,
+                   "default": repr(p.default)[:80] if p.default is not p.empty else None}
+                  for p in inspect.signature(fn).parameters.values()]
+    except (TypeError, ValueError):
+        params = None
+    STATE["fn"] = fn
+    return {"ok": True, "params": params}
+
+
+def _tensors_in(args, kwargs):
+    items = [(f"arg{i}", a) for i, a in enumerate(args)] + list(kwargs.items())
+    return [(name, t) for name, t in items if isinstance(t, torch.Tensor)]
+
+
+def call(req: dict) -> dict:
+    device = torch.device(req.get("device", "cpu"))
+    move = lambda x: x.to(device) if isinstance(x, torch.Tensor) else x
+    args = [move(a) for a in req.get("args", [])]
+    kwargs = {k: move(v) for k, v in req.get("kwargs", {}).items()}
+    wrt = req.get("wrt") or []
+    for i in wrt:
+        args[i] = args[i].detach().clone().requires_grad_(True)
+    before = [(name, t.detach().clone()) for name, t in _tensors_in(args, kwargs)]
+
+    torch_fns, aten_ops = set(), set()
+    trace = bool(req.get("trace"))
+    start = time.perf_counter()
+    try:
+        if trace:
+            with OpRecorder(torch_fns), AtenRecorder(aten_ops):
+                out = STATE["fn"](*args, **kwargs)
+        else:
+            out = STATE["fn"](*args, **kwargs)
+    except BaseException as exc:
+        return _error("call", exc)
+    elapsed = time.perf_counter() - start
+
+    resp = {"ok": True, "elapsed": elapsed, "output_type": type(out).__module__ + "." + type(out).__qualname__}
+    if isinstance(out, torch.Tensor):
+        resp["output"] = out.detach().as_subclass(torch.Tensor)
+        resp["output_device"] = str(out.device)
+        resp["requires_grad"] = bool(out.requires_grad)
+    mutated = []
+    for (name, old), (_, new) in zip(before, _tensors_in(args, kwargs)):
+        if old.shape != new.shape or old.dtype != new.dtype or not torch.equal(old, new.detach()):
+            mutated.append(name)
+    resp["mutated"] = mutated
+
+    grad_output = req.get("grad_output")
+    if wrt and isinstance(out, torch.Tensor):
+        if not out.requires_grad:
+            resp["grads"] = None
+            resp["grad_error"] = "the output is not connected to the inputs' autograd graph"
+        else:
+            try:
+                with (AtenRecorder(aten_ops) if trace else _Null()):
+                    grads = torch.autograd.grad(out, [args[i] for i in wrt], move(grad_output),
+                                                allow_unused=True)
+                resp["grads"] = [None if g is None else g.detach() for g in grads]
+            except BaseException as exc:
+                resp["grads"] = None
+                resp["grad_error"] = _error("backward", exc)["error"]
+    if trace:
+        resp["ops"] = sorted(torch_fns | aten_ops)[:2000]
+    return resp
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def warm_up() -> None:
+    """Run the harness path once so lazy imports (sympy under backward) happen before the clock starts."""
+    q = torch.randn(2, 3, 4, requires_grad=True)
+    names = set()
+    with OpRecorder(names), AtenRecorder(names):
+        out = torch.softmax(q @ q.transpose(-2, -1), dim=-1) @ q
+        torch.autograd.grad(out, [q], torch.ones_like(out))
+
+
+def main() -> None:
+    torch.set_num_threads(int(os.environ.get("ATTN_GRADER_CHILD_THREADS", "1")))
+    if os.environ.get("ATTN_GRADER_SKIP_WARMUP") != "1":
+        warm_up()
+    handlers = {"load": load, "call": call}
+    while True:
+        try:
+            req = wire.read_message(REQUEST_FD)
+        except Exception:
+            os._exit(0)  # parent closed the channel
+        op = req.get("op")
+        if op == "exit":
+            break
+        try:
+            resp = handlers[op](req)
+        except BaseException as exc:  # a harness-level failure, e.g. bad request
+            resp = _error("harness", exc)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            wire.write_message(RESPONSE_FD, resp)
+        except Exception as exc:  # e.g. a student tensor of an unsupported dtype
+            wire.write_message(RESPONSE_FD, _error("transfer", exc))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # os._exit: student threads must not keep the process alive.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

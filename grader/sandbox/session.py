@@ -1,0 +1,183 @@
+"""A conversation with one sandboxed student process.
+
+The trusted parent owns the inputs and the comparison; the child only runs the
+student's function. ``Session`` hides how the child was made (see ``backends``): the
+checks ask it to ``call`` the function and get plain tensors back, and a child
+that dies is replaced, so one crash costs one check, not the whole grade.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from . import wire
+from .limits import Limits
+
+
+@dataclass
+class StudentError:
+    """Something the student's code did: an exception, a crash, a timeout."""
+    kind: str          # exception | crash | timeout | memory | protocol | missing | import
+    message: str
+    traceback: str = ""
+    exc_type: str = ""
+
+
+@dataclass
+class CallResult:
+    ok: bool
+    output: torch.Tensor | None = None
+    output_type: str = ""
+    output_device: str = ""
+    requires_grad: bool = False
+    grads: list | None = None
+    grad_error: object = None
+    mutated: list = field(default_factory=list)
+    ops: list = field(default_factory=list)
+    error: StudentError | None = None
+    elapsed: float = 0.0
+
+
+@dataclass
+class LoadResult:
+    ok: bool
+    params: list | None = None
+    error: StudentError | None = None
+
+
+class Session:
+    """Load ``source`` in a sandboxed child and call ``function`` in it.
+
+    Use as a context manager. ``level`` is ``strict``, ``auto`` or ``none``;
+    see :mod:`grader.sandbox.backends` for what each level provides.
+    """
+
+    def __init__(self, source: str, function: str, *, level: str = "auto",
+                 limits: Limits | None = None, device: str = "cpu", filename: str = "submission.py"):
+        from .backends import select_backend  # late: backends import this module's types
+        self.source, self.function, self.device = source, function, device
+        self.limits = limits or Limits()
+        self.backend = select_backend(level, self.limits, device)
+        self.level = self.backend.level
+        self.warnings: list[str] = list(self.backend.warnings)
+        self._dir = tempfile.mkdtemp(prefix="attn-sub-")
+        os.chmod(self._dir, 0o755)
+        self.path = os.path.join(self._dir, filename)
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write(source)
+        os.chmod(self.path, 0o644)
+        self.child = None
+        self._output = ["", ""]
+        self.started_at = time.monotonic()
+        self.restarts = 0
+        self.last_load: LoadResult | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.child is not None:
+            try:  # a polite exit lets the student's buffered prints reach us
+                wire.write_message(self.child.request_fd, {"op": "exit"})
+                self.child.wait_exit(0.5)
+            except OSError:
+                pass
+            self._retire_child()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def _retire_child(self) -> None:
+        """Kill the child (and all it started) and keep what it printed."""
+        self.child.kill()
+        self._output[0] += self.child.stdout_text()
+        self._output[1] += self.child.stderr_text()
+        self.child = None
+
+    @property
+    def stdout(self) -> str:
+        return self._output[0] + (self.child.stdout_text() if self.child else "")
+
+    @property
+    def stderr(self) -> str:
+        return self._output[1] + (self.child.stderr_text() if self.child else "")
+
+    def _deadline(self, timeout: float | None) -> float:
+        total_left = self.limits.wall_seconds - (time.monotonic() - self.started_at)
+        per_call = self.limits.call_seconds if timeout is None else timeout
+        return time.monotonic() + max(0.05, min(per_call, total_left))
+
+    def _exchange(self, request: dict, deadline: float) -> dict | StudentError:
+        """Send one request and read one answer; a dead or silent child becomes a StudentError."""
+        try:
+            wire.write_message(self.child.request_fd, request)
+            return wire.read_message(self.child.response_fd, deadline=deadline)
+        except wire.WireTimeout:
+            self.child.kill()
+            status = self.child.describe_exit()
+            self._retire_child()
+            return StudentError("timeout", f"no answer within the time limit ({status})")
+        except (wire.WireError, OSError, BrokenPipeError) as exc:
+            status = self.child.wait_exit(1.0)
+            self._retire_child()
+            kind = "memory" if "memory" in status else "crash"
+            if "closed" in str(exc) or isinstance(exc, (OSError, BrokenPipeError)):
+                return StudentError(kind, f"the submission's process ended unexpectedly ({status})")
+            return StudentError("protocol", f"the submission's process sent a malformed answer: {exc}")
+
+    # -- the two requests ------------------------------------------------------------
+    def load(self) -> LoadResult:
+        """Start a child (if none) and import the file in it."""
+        if self.child is None:
+            self.child = self.backend.spawn(self._dir)
+            self.restarts += self.last_load is not None
+        answer = self._exchange({"op": "load", "path": self.child.path_of(self.path),
+                                 "function": self.function}, self._deadline(self.limits.load_seconds))
+        if isinstance(answer, StudentError):
+            answer.kind = "import" if answer.kind == "crash" else answer.kind
+            self.last_load = LoadResult(False, error=answer)
+        elif not answer.get("ok"):
+            err = answer["error"]
+            msg = err["message"]
+            if err.get("defined"):
+                msg += f" (the file defines: {', '.join(err['defined'])})"
+            self.last_load = LoadResult(False, error=StudentError(
+                "missing" if answer.get("stage") == "missing" else "import", msg,
+                err.get("traceback", ""), err.get("type", "")))
+        else:
+            self.last_load = LoadResult(True, params=answer.get("params"))
+        return self.last_load
+
+    def call(self, *args, grad_output: torch.Tensor | None = None, wrt: tuple = (),
+             trace: bool = False, timeout: float | None = None, **kwargs) -> CallResult:
+        """Run the student's function on ``args``/``kwargs`` (and backward, when ``wrt`` is given).
+
+        ``wrt`` lists the positional argument indices to differentiate with respect to.
+        """
+        if self.child is None:
+            loaded = self.load()
+            if not loaded.ok:
+                return CallResult(False, error=loaded.error)
+        request = {"op": "call", "args": list(args), "kwargs": kwargs, "device": self.device,
+                   "wrt": list(wrt), "grad_output": grad_output, "trace": trace}
+        answer = self._exchange(request, self._deadline(timeout))
+        if isinstance(answer, StudentError):
+            return CallResult(False, error=answer)
+        if not answer.get("ok"):
+            err = answer.get("error") or {}
+            return CallResult(False, error=StudentError(
+                "exception", err.get("message", "unknown error"), err.get("traceback", ""), err.get("type", "")))
+        output = answer.get("output")
+        return CallResult(
+            True, output=output if isinstance(output, torch.Tensor) else None,
+            output_type=str(answer.get("output_type", "")), output_device=str(answer.get("output_device", "")),
+            requires_grad=bool(answer.get("requires_grad")), grads=answer.get("grads"),
+            grad_error=answer.get("grad_error"), mutated=list(answer.get("mutated") or []),
+            ops=list(answer.get("ops") or []), elapsed=float(answer.get("elapsed") or 0.0))

@@ -1,0 +1,1 @@
+"""The chapter's self-check question bank: data files plus loading, validation and grading."""

@@ -1,0 +1,1 @@
+"""The Flask service: pages, JSON API and job dispatch to grading workers."""
