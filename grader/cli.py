@@ -10,9 +10,9 @@ import importlib
 
 import click
 
-# name -> "module:attribute" of a click command or group
+# name -> ("module:attribute" of a click command or group, one-line help for the listing)
 COMMANDS = {
-    "experiments": "reference_impl.cli:experiments",
+    "experiments": ("reference_impl.cli:experiments", "Measure the chapter's claims about scaling."),
 }
 
 
@@ -21,11 +21,15 @@ class LazyGroup(click.Group):
         return sorted(COMMANDS)
 
     def get_command(self, ctx, name):
-        target = COMMANDS.get(name)
-        if target is None:
+        if name not in COMMANDS:
             return None
-        module, attr = target.split(":")
+        module, attr = COMMANDS[name][0].split(":")
         return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx, formatter):
+        # The listing uses the static help so that `--help` imports nothing heavy.
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, COMMANDS[name][1]) for name in self.list_commands(ctx)])
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
