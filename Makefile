@@ -22,6 +22,7 @@ run: install
 	$(VENV)/bin/attn-grader serve --host $(HOST) --port $(PORT)
 
 test: install
+	bash scripts/system-deps.sh
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: install
