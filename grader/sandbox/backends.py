@@ -178,13 +178,33 @@ class PlainBackend:
 
 
 def select_backend(level: str, limits: Limits, device: str):
+    """The backend for ``level``; ``strict`` raises :class:`SandboxUnavailable` naming what is missing."""
     if level not in ("strict", "auto", "none"):
         raise ValueError(f"unknown sandbox level {level!r} (choose strict, auto or none)")
     if level == "none":
         return PlainBackend(limits, device, apply_rlimits=False,
                             warnings=["sandbox disabled (--sandbox none): the submission runs unconfined"])
+    from .forkserver import ZygoteBackend
+    from .wall import strict_problems
+    problems = strict_problems(wall=True)
     if level == "strict":
-        raise SandboxUnavailable("strict isolation is not available on this host: "
-                                 "namespaces, cgroups and seccomp are required")
+        if problems:
+            raise SandboxUnavailable("strict isolation is not available on this host; missing: "
+                                     + "; ".join(problems))
+        return ZygoteBackend(limits, device, wall=True, level="strict")
+    if not problems:
+        try:
+            return ZygoteBackend(limits, device, wall=True, level="strict")
+        except SandboxUnavailable as exc:
+            problems = [str(exc)]
+    elif strict_problems(wall=False) == []:  # everything but the outer wall
+        try:
+            return ZygoteBackend(limits, device, wall=False, level="auto", warnings=[
+                "the outer bubblewrap wall is unavailable (" + "; ".join(problems) + "); the submission "
+                "runs in namespaces, a cgroup and seccomp without it"])
+        except SandboxUnavailable as exc:
+            problems = [str(exc)]
     return PlainBackend(limits, device, apply_rlimits=True, warnings=[
-        "full isolation is unavailable here; the submission runs in a plain subprocess with resource limits"])
+        "full isolation is unavailable here (missing: " + "; ".join(problems) + "); the submission runs "
+        "in a plain subprocess with resource limits only: fine for checking your own code, not for "
+        "grading untrusted code"])

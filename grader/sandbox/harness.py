@@ -175,10 +175,16 @@ def warm_up() -> None:
         torch.autograd.grad(out, [q], torch.ones_like(out))
 
 
-def main() -> None:
-    torch.set_num_threads(int(os.environ.get("ATTN_GRADER_CHILD_THREADS", "1")))
-    if os.environ.get("ATTN_GRADER_SKIP_WARMUP") != "1":
-        warm_up()
+def prepare_device(device: str) -> None:
+    """Initialise the accelerator before the submission arrives (pre-warmed GPU workers)."""
+    if device.startswith("cuda"):
+        torch.cuda.init()
+        torch.empty(1, device=device).add_(1)
+        torch.cuda.synchronize(device)
+
+
+def serve() -> None:
+    """Answer requests until the parent says exit or closes the channel; never returns."""
     handlers = {"load": load, "call": call}
     while True:
         try:
@@ -192,16 +198,29 @@ def main() -> None:
             resp = handlers[op](req)
         except BaseException as exc:  # a harness-level failure, e.g. bad request
             resp = _error("harness", exc)
-        sys.stdout.flush()
-        sys.stderr.flush()
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:
+            pass  # the student closed or broke its own streams: its loss, not the protocol's
         try:
             wire.write_message(RESPONSE_FD, resp)
         except Exception as exc:  # e.g. a student tensor of an unsupported dtype
             wire.write_message(RESPONSE_FD, _error("transfer", exc))
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        pass
     # os._exit: student threads must not keep the process alive.
     os._exit(0)
+
+
+def main() -> None:
+    torch.set_num_threads(int(os.environ.get("ATTN_GRADER_CHILD_THREADS", "1")))
+    if os.environ.get("ATTN_GRADER_SKIP_WARMUP") != "1":
+        warm_up()
+    serve()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,211 @@
+"""Per-run control groups: the authoritative memory, process-count and kill-everything boundary.
+
+rlimits are per process and miss shared memory (a ``MAP_SHARED`` bomb sails past
+RLIMIT_DATA), and RLIMIT_NPROC is per uid; a cgroup caps the whole run and lets the
+grader kill every process in it, however it forked. Works with cgroup v1 (the
+``memory`` and ``pids`` controllers) and v2 (a delegated subtree with both enabled).
+Runs are created under the grader's own cgroup, so they count against whatever
+limit the grader's service already has.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import threading
+import time
+
+ROOT = "/sys/fs/cgroup"
+_counter = itertools.count()
+_lock = threading.Lock()
+
+
+class CgroupUnavailable(RuntimeError):
+    pass
+
+
+def _mounts() -> dict:
+    """cgroup mounts by controller ("memory", "pids", or "unified" for v2)."""
+    found = {}
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            fields, rest = left.split(), right.split()
+            if not rest:
+                continue
+            fstype, mountpoint = rest[0], fields[4]
+            if fstype == "cgroup2":
+                found.setdefault("unified", mountpoint)
+            elif fstype == "cgroup":
+                for opt in rest[-1].split(","):
+                    if opt in ("memory", "pids"):
+                        found.setdefault(opt, mountpoint)
+    return found
+
+
+def _own_paths() -> dict:
+    paths = {}
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            for c in controllers.split(",") if controllers else ["unified"]:
+                paths[c] = path
+    return paths
+
+
+def detect() -> tuple[str, dict]:
+    """("v1" | "v2", {controller: base directory for our runs}); raises CgroupUnavailable."""
+    mounts, own = _mounts(), _own_paths()
+    if "memory" in mounts and "pids" in mounts:
+        bases = {c: os.path.join(mounts[c] + own.get(c, "/"), "attn-sandbox") for c in ("memory", "pids")}
+        for base in bases.values():
+            _ensure_dir(base)
+        return "v1", bases
+    if "unified" in mounts:
+        parent = mounts["unified"] + own.get("unified", "/")
+        try:
+            with open(os.path.join(parent, "cgroup.controllers")) as f:
+                available = f.read().split()
+        except OSError:
+            available = []
+        if "memory" in available and "pids" in available:
+            base = os.path.join(parent, "attn-sandbox")
+            _ensure_dir(base)
+            _enable_controllers(parent)
+            _enable_controllers(base)
+            return "v2", {"unified": base}
+    raise CgroupUnavailable("no usable memory and pids cgroup controllers (cgroup v1 needs both "
+                            "mounted; v2 needs them delegated to the grader's cgroup)")
+
+
+def _ensure_dir(path: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise CgroupUnavailable(f"cannot create {path}: {exc.strerror} (run as root or delegate "
+                                "the cgroup subtree to the grader's user)") from None
+
+
+def _enable_controllers(path: str) -> None:
+    try:
+        with open(os.path.join(path, "cgroup.subtree_control"), "w") as f:
+            f.write("+memory +pids")
+    except OSError as exc:
+        raise CgroupUnavailable(f"cannot enable memory and pids in {path}: {exc.strerror} (with v2 the "
+                                "grader must run in a leaf of a delegated subtree)") from None
+
+
+class RunCgroup:
+    """One run's cgroup(s). ``join_fds()`` gives the child something to write "0" into."""
+
+    def __init__(self, version: str, bases: dict, memory_bytes: int, processes: int):
+        self.version = version
+        name = f"run-{os.getpid()}-{next(_counter)}"
+        self.dirs = [os.path.join(base, name) for base in bases.values()]
+        self.memory_bytes = memory_bytes
+        for d in self.dirs:
+            os.mkdir(d, 0o700)
+        try:
+            if version == "v1":
+                mem, pids = self.dirs
+                _write(mem, "memory.limit_in_bytes", memory_bytes)
+                _write(mem, "memory.memsw.limit_in_bytes", memory_bytes, optional=True)  # no swap escape
+                _write(mem, "memory.swappiness", 0, optional=True)
+                _write(pids, "pids.max", processes)
+            else:
+                (d,) = self.dirs
+                _write(d, "memory.max", memory_bytes)
+                _write(d, "memory.swap.max", 0, optional=True)
+                _write(d, "pids.max", processes)
+        except OSError:
+            self.remove()
+            raise
+
+    def join_fds(self) -> list[int]:
+        return [os.open(os.path.join(d, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for d in self.dirs]
+
+    def pids(self) -> set[int]:
+        found = set()
+        for d in self.dirs:
+            try:
+                with open(os.path.join(d, "cgroup.procs")) as f:
+                    found.update(int(line) for line in f if line.strip())
+            except (OSError, ValueError):
+                pass
+        return found
+
+    def oom_killed(self) -> bool:
+        """Did the kernel kill something in this run for exceeding the memory limit?"""
+        name = "memory.oom_control" if self.version == "v1" else "memory.events"
+        try:
+            with open(os.path.join(self.dirs[0], name)) as f:
+                for line in f:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill" and int(value) > 0:
+                        return True
+            if self.version == "v1":
+                with open(os.path.join(self.dirs[0], "memory.failcnt")) as f:
+                    return int(f.read()) > 0 and not self.pids()
+        except (OSError, ValueError):
+            pass
+        return False
+
+    def fork_limit_hit(self) -> bool:
+        path = os.path.join(self.dirs[-1], "pids.events")
+        try:
+            with open(path) as f:
+                return any(line.split()[0] == "max" and int(line.split()[1]) > 0 for line in f)
+        except (OSError, ValueError, IndexError):
+            return False
+
+    def kill(self, timeout: float = 5.0) -> bool:
+        """SIGKILL everything in the run until it is empty (a fork bomb may race us once or twice)."""
+        if self.version == "v2":
+            _write(self.dirs[0], "cgroup.kill", 1, optional=True)
+        deadline = time.monotonic() + timeout
+        while True:
+            pids = self.pids()
+            if not pids:
+                return True
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.002)
+
+    def remove(self, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        for d in self.dirs:
+            while True:
+                try:
+                    os.rmdir(d)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # EBUSY: an exiting task is still being torn down
+                    if time.monotonic() > deadline:
+                        break
+                    self.kill(0.5)
+                    time.sleep(0.005)
+
+
+def _write(directory: str, name: str, value, optional: bool = False) -> None:
+    try:
+        with open(os.path.join(directory, name), "w") as f:
+            f.write(str(value))
+    except OSError:
+        if not optional:
+            raise
+
+
+def leftover_runs() -> list[str]:
+    """Run cgroups of this process still present (tests assert there are none)."""
+    try:
+        _, bases = detect()
+    except CgroupUnavailable:
+        return []
+    prefix = f"run-{os.getpid()}-"
+    return [os.path.join(b, n) for b in bases.values() for n in os.listdir(b) if n.startswith(prefix)]

@@ -1,0 +1,347 @@
+"""The grader's side of the fork server: a lazily started, shared, self-healing zygote.
+
+One zygote per grader process (per kind: with or without the bubblewrap wall, with
+or without GPU devices) serves every ``Session`` of that process, from any thread.
+A dead zygote is restarted on the next request; a forked grader process starts its
+own. Each run gets its own cgroup, slot uid and pipes; ``StrictChild`` owns them and
+tears everything down in ``kill``.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import select
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+from .backends import OutputCapture, SandboxUnavailable, describe_status
+from .cgroups import RunCgroup, detect
+from .limits import Limits
+from .wall import zygote_command
+
+UID_BASE = int(os.environ.get("ATTN_GRADER_SANDBOX_UID_BASE", "60000"))
+UID_SLOTS = int(os.environ.get("ATTN_GRADER_SANDBOX_UID_SLOTS", "1000"))
+START_TIMEOUT = 120.0
+
+
+class Slot:
+    """A per-run uid, unique across the grader's processes (held by an flock)."""
+
+    _dir = os.path.join(tempfile.gettempdir(), "attn-grader-slots")
+    _next = 0
+    _lock = threading.Lock()
+
+    def __init__(self):
+        os.makedirs(self._dir, mode=0o700, exist_ok=True)
+        with Slot._lock:
+            for i in range(UID_SLOTS):
+                n = (Slot._next + i) % UID_SLOTS
+                fd = os.open(os.path.join(self._dir, f"slot-{n}"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    os.close(fd)
+                    continue
+                Slot._next = n + 1
+                self.fd, self.uid = fd, UID_BASE + n
+                return
+        raise SandboxUnavailable(f"all {UID_SLOTS} sandbox slots are busy")
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # closing drops the flock
+            self.fd = -1
+
+
+class Zygote:
+    def __init__(self, wall: bool, gpu: bool, tmp_size: int):
+        self.wall, self.gpu = wall, gpu
+        self.lock = threading.Lock()
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock = parent
+        cmd = zygote_command(child.fileno(), wall=wall, gpu=gpu, tmp_size=tmp_size)
+        from .wall import zygote_env
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, pass_fds=(child.fileno(),), env=zygote_env(),
+                                     cwd="/", start_new_session=True)
+        child.close()
+        self.log = OutputCapture(self.proc.stderr.fileno(), 64 * 1024)
+        self.log.start()
+        self.sock.settimeout(START_TIMEOUT)
+        try:
+            hello = json.loads(self.sock.recv(65536) or b"{}")
+        except (OSError, ValueError):
+            hello = {}
+        if not hello.get("ready"):
+            self.close()
+            self.log.join(2)
+            detail = hello.get("error") or self.log.text()[-2000:] or describe_status(self.proc.poll())
+            raise SandboxUnavailable(f"the sandbox's fork server did not start: {detail}")
+        self.sock.settimeout(30)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def spawn(self, request: dict, fds: list[int]) -> int:
+        with self.lock:
+            socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
+            reply = self.sock.recv(65536)
+        if not reply:
+            raise ConnectionError("the fork server closed its control channel")
+        answer = json.loads(reply)
+        if "pid" not in answer:
+            raise SandboxUnavailable(f"the fork server refused: {answer.get('error')}")
+        return answer["pid"]
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+_zygotes: dict = {}
+_registry_lock = threading.Lock()
+
+
+def _forget_after_fork() -> None:
+    # A forked grader must not share its parent's control socket: it starts its own zygote.
+    global _zygotes, _registry_lock
+    for z in _zygotes.values():
+        try:
+            z.sock.close()
+        except OSError:
+            pass
+    _zygotes, _registry_lock = {}, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def get_zygote(wall: bool, gpu: bool, limits: Limits) -> Zygote:
+    key = (wall, gpu)
+    with _registry_lock:
+        z = _zygotes.get(key)
+        if z is None or not z.alive():
+            if z is not None:
+                z.close()
+            z = _zygotes[key] = Zygote(wall, gpu, limits.tmp_size)
+            _probe(z, limits)
+        return z
+
+
+def _probe(z: Zygote, limits: Limits) -> None:
+    """A first child proves every layer works on this host before any student relies on it."""
+    child = StrictChild(z, limits, "cpu", None)
+    try:
+        error = child.wait_ready(START_TIMEOUT)
+    finally:
+        child.kill()
+    if error:
+        z.close()
+        _zygotes.pop((z.wall, z.gpu), None)
+        raise SandboxUnavailable(f"the sandbox could not isolate a test process: {error}")
+
+
+def shutdown() -> None:
+    """Stop every zygote of this process (tests; a service just exits)."""
+    with _registry_lock:
+        for z in _zygotes.values():
+            z.close()
+        _zygotes.clear()
+
+
+def child_env(device: str, threads: int) -> dict:
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "TMPDIR": "/tmp",
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "USER": "student", "LOGNAME": "student"}
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+        env[var] = str(threads)
+    if device.startswith("cuda") and "CUDA_VISIBLE_DEVICES" in os.environ:
+        env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+    return env
+
+
+class StrictChild:
+    """One walled-in child: its cgroup, slot uid, pipes and output captures."""
+
+    def __init__(self, zygote: Zygote, limits: Limits, device: str, submission_dir: str | None,
+                 warm: bool = False, threads: int = 1):
+        self.limits, self.killed, self.exit, self.setup_error, self.ready = limits, False, None, None, False
+        self.cpu, self.closed, self.oom, self.pids_hit = 0.0, False, False, False
+        version, bases = detect()
+        self.slot = Slot()
+        self.cgroup = RunCgroup(version, bases, limits.memory_bytes, limits.processes)
+        pipes = [os.pipe() for _ in range(5)]  # request, response, stdout, stderr, status
+        names = sorted(os.listdir(submission_dir)) if submission_dir else []
+        names = [n for n in names if os.path.isfile(os.path.join(submission_dir, n))][:8]
+        child_ends = [pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1], pipes[4][1]]
+        extra = self.cgroup.join_fds() + [os.open(os.path.join(submission_dir, n), os.O_RDONLY | os.O_CLOEXEC)
+                                          for n in names]
+        cuda = device.startswith("cuda")
+        request = {"uid": self.slot.uid, "n_cgroup": len(self.cgroup.dirs), "files": names,
+                   "tmp_size": limits.tmp_size, "device": device, "warm": warm, "threads": threads,
+                   "env": child_env(device, threads),
+                   "rlimits": {"cpu": int(limits.cpu_seconds), "fsize": limits.file_size,
+                               "nofile": limits.open_files, "nproc": limits.processes, "core": 0,
+                               # CUDA reserves huge private mappings; the cgroup caps its memory instead.
+                               "data": None if cuda else limits.memory_bytes}}
+        try:
+            self.pid = zygote.spawn(request, child_ends + extra)
+        except BaseException:
+            for r, w in pipes:
+                os.close(r)
+                os.close(w)
+            self._cleanup_cgroup()
+            raise
+        finally:
+            for fd in extra:
+                os.close(fd)
+        for fd in child_ends:
+            os.close(fd)
+        self.request_fd, self.response_fd, self.status_fd = pipes[0][1], pipes[1][0], pipes[4][0]
+        self._status_buf = b""
+        self.out = OutputCapture(pipes[2][0], limits.output_bytes)
+        self.err = OutputCapture(pipes[3][0], limits.output_bytes)
+        self.out.start()
+        self.err.start()
+
+    # -- status pipe: "ready", then the exit status, both from trusted processes ----------
+    def _read_status(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self.status_fd >= 0 and self.exit is None and self.setup_error is None:
+            left = deadline - time.monotonic()
+            if not select.select([self.status_fd], [], [], max(0.0, left))[0]:
+                return
+            chunk = os.read(self.status_fd, 4096)
+            if not chunk:
+                os.close(self.status_fd)
+                self.status_fd = -1
+                return
+            self._status_buf += chunk
+            while b"\n" in self._status_buf:
+                line, self._status_buf = self._status_buf.split(b"\n", 1)
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue
+                self.ready = self.ready or bool(msg.get("ready"))
+                if "setup_error" in msg:
+                    self.setup_error = str(msg["setup_error"])
+                if "exit" in msg:
+                    self.exit, self.cpu = int(msg["exit"]), float(msg.get("cpu", 0.0))
+            if self.ready and left > 0 and timeout == 0:
+                return
+
+    def wait_ready(self, timeout: float) -> str | None:
+        """Block until the child is walled in and waiting (pre-warmed workers); an error or None."""
+        deadline = time.monotonic() + timeout
+        while not self.ready and self.setup_error is None and self.exit is None and self.status_fd >= 0:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timed out while setting up"
+            self._read_status(min(left, 0.5))
+        if self.ready:
+            return None
+        return self.setup_error or f"the child ended during set-up ({self.describe_exit()})"
+
+    # -- the interface Session uses ----------------------------------------------------
+    def path_of(self, host_path: str) -> str:
+        return "/sub/" + os.path.basename(host_path)
+
+    def wait_exit(self, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while self.exit is None and self.setup_error is None and self.status_fd >= 0:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._read_status(left)
+        return self.describe_exit()
+
+    def describe_exit(self) -> str:
+        self._read_status(0)
+        if self.setup_error:
+            return f"the sandbox could not be set up: {self.setup_error}"
+        if self.oom or (not self.closed and self.cgroup.oom_killed()):
+            return f"killed: memory limit ({self.limits.memory_bytes / 2**30:.1f} GiB) exceeded"
+        if self.exit is None:
+            return "killed by the grader at the time limit" if self.killed else "still running"
+        if self.exit == -9 and self.cpu >= self.limits.cpu_seconds - 0.1:
+            return f"killed: CPU time limit ({self.limits.cpu_seconds} s) exceeded"
+        text = describe_status(self.exit)
+        if self.exit == -9:
+            text = "killed (SIGKILL)"
+        if self.pids_hit or (not self.closed and self.cgroup.fork_limit_hit()):
+            text += f"; it hit the limit of {self.limits.processes} processes"
+        return text
+
+    def kill(self) -> None:
+        """Kill every process of the run, close every pipe, remove the cgroup, free the slot."""
+        if self.closed:
+            return
+        self.killed = self.killed or self.exit is None
+        self.cgroup.kill()
+        self._read_status(0)
+        for name in ("request_fd", "response_fd"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+                setattr(self, name, -1)
+        self.out.join(2.0)
+        self.err.join(2.0)
+        self._cleanup_cgroup()
+        if self.status_fd >= 0:
+            os.close(self.status_fd)
+            self.status_fd = -1
+
+    def _cleanup_cgroup(self) -> None:
+        self.oom, self.pids_hit = self.cgroup.oom_killed(), self.cgroup.fork_limit_hit()
+        self.closed = True
+        self.cgroup.kill()
+        self.cgroup.remove()
+        self.slot.release()
+
+    def stdout_text(self) -> str:
+        return self.out.text()
+
+    def stderr_text(self) -> str:
+        return self.err.text()
+
+
+class ZygoteBackend:
+    """Children forked from the shared zygote, each in its own namespaces, cgroup and uid."""
+
+    def __init__(self, limits: Limits, device: str, *, wall: bool, level: str, warnings=()):
+        self.limits, self.device, self.wall, self.level = limits, device, wall, level
+        self.warnings = list(warnings)
+        self.gpu = device.startswith("cuda")
+        self.zygote = get_zygote(wall, self.gpu, limits)  # started (and probed) once per process
+
+    def spawn(self, submission_dir: str) -> StrictChild:
+        for attempt in (0, 1):
+            zygote = self.zygote if attempt == 0 and self.zygote.alive() else get_zygote(
+                self.wall, self.gpu, self.limits)
+            self.zygote = zygote
+            try:
+                child = StrictChild(zygote, self.limits, self.device, submission_dir, warm=self.gpu)
+            except (ConnectionError, BrokenPipeError, socket.timeout, OSError):
+                if attempt:
+                    raise
+                zygote.close()  # it died under us: the next attempt starts a fresh one
+                continue
+            if self.gpu:  # CUDA initialised inside the walled child before the student's code
+                error = child.wait_ready(self.limits.load_seconds)
+                if error:
+                    child.kill()
+                    raise SandboxUnavailable(f"the GPU worker could not start: {error}")
+            return child
+        raise SandboxUnavailable("the fork server is unavailable")

@@ -1,0 +1,204 @@
+"""Kernel primitives that wall in one submission's process (Linux only).
+
+Loaded by path inside the zygote (never as part of the ``grader`` package), so it
+imports only the standard library and ``pyseccomp``. The order in which
+:func:`enter_sandbox` applies the layers matters; each step says why it sits where it is.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import resource
+import signal
+import socket
+
+libc = ctypes.CDLL(None, use_errno=True)  # the interpreter's own libc: no find_library (needs ld.so.cache)
+
+CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
+CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x10000000, 0x20000000, 0x40000000
+NAMESPACES = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP = 1, 4, 22
+PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
+SECCOMP_MODE_FILTER = 2
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine(), 155)
+DEV_NODES = ("null", "zero", "full", "random", "urandom")
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result
+
+
+def unshare(flags: int) -> None:
+    _check(libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def mount(source, target, fstype=None, flags=0, data=None) -> None:
+    enc = lambda s: None if s is None else os.fsencode(s)
+    _check(libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+           f"mount {target}")
+
+
+def prctl(option: int, arg: int = 0) -> None:
+    _check(libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0),
+                      ctypes.c_ulong(0), ctypes.c_ulong(0)), f"prctl {option}")
+
+
+def die_with_parent() -> None:
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def bind(source: str, target: str, *, readonly: bool = True, dev: bool = False) -> None:
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        open(target, "a").close()
+    mount(source, target, None, MS_BIND | MS_REC)
+    flags = MS_REMOUNT | MS_BIND | MS_NOSUID | (0 if dev else MS_NODEV) | (MS_RDONLY if readonly else 0)
+    mount(None, target, None, flags)
+
+
+def build_root(new_root: str, plan: dict, files: dict, tmp_size: int) -> None:
+    """Fill the tmpfs at ``new_root`` with read-only binds, a minimal /dev, /proc, /tmp and /sub.
+
+    Called as pid 1 of the new pid namespace (so /proc shows only the sandbox) and
+    before the old root is detached (a /proc mount must not be more revealing than one
+    already visible).
+    """
+    for source in plan["ro_binds"]:
+        if os.path.exists(source):
+            bind(source, new_root + source)
+    for link, target in plan.get("symlinks", {}).items():
+        os.symlink(target, new_root + link)
+    etc = new_root + "/etc"
+    os.makedirs(etc, exist_ok=True)
+    for name, text in plan["etc"].items():
+        with open(os.path.join(etc, name), "w") as f:
+            f.write(text)
+    for source in plan.get("etc_binds", ()):
+        if os.path.exists(source):
+            bind(source, new_root + source)
+    dev = new_root + "/dev"
+    os.makedirs(dev)
+    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")
+    for node in DEV_NODES + tuple(plan.get("gpu_nodes", ())):
+        if os.path.exists("/dev/" + node):
+            bind("/dev/" + node, f"{dev}/{node}", readonly=False, dev=True)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, f"{dev}/{name}")
+    os.makedirs(new_root + "/proc")
+    mount("proc", new_root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    if plan.get("sys"):
+        bind("/sys", new_root + "/sys")
+    os.makedirs(new_root + "/tmp")
+    mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmp_size},mode=1777")
+    sub = new_root + "/sub"
+    os.makedirs(sub)
+    mount("tmpfs", sub, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=16m,mode=755")
+    for name, data in files.items():
+        with open(os.path.join(sub, name), "wb") as f:
+            f.write(data)
+        os.chmod(os.path.join(sub, name), 0o644)
+    mount(None, sub, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def pivot_into(new_root: str) -> None:
+    """Make ``new_root`` the root, drop every trace of the old one, and freeze it read-only."""
+    old = new_root + "/.old-root"
+    os.makedirs(old)
+    _check(libc.syscall(ctypes.c_long(SYS_PIVOT_ROOT), os.fsencode(new_root), os.fsencode(old)), "pivot_root")
+    os.chdir("/")
+    _check(libc.umount2(b"/.old-root", ctypes.c_int(MNT_DETACH)), "umount old root")
+    os.rmdir("/.old-root")
+    mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def set_rlimits(limits: dict) -> None:
+    """soft = hard everywhere: a CPU overrun is a SIGKILL, not a SIGXCPU the student can catch."""
+    names = {"cpu": resource.RLIMIT_CPU, "data": resource.RLIMIT_DATA, "fsize": resource.RLIMIT_FSIZE,
+             "nofile": resource.RLIMIT_NOFILE, "nproc": resource.RLIMIT_NPROC, "core": resource.RLIMIT_CORE}
+    for key, value in limits.items():
+        if value is not None:
+            resource.setrlimit(names[key], (value, value))
+
+
+def drop_privileges(uid: int) -> None:
+    """Become the slot's unprivileged uid (no /etc/passwd entry needed), keeping no capability."""
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if os.getuid() != uid or os.geteuid() != uid:
+        raise OSError(errno.EPERM, "could not drop privileges")
+    # setuid clears the parent-death signal (P6): re-arm it so a killed waiter never leaves us running.
+    die_with_parent()
+
+
+# -- seccomp -------------------------------------------------------------------------------
+# A deny-list: torch (and CUDA) need threads, mmap and many ioctls. These calls are not
+# needed by numerical code and are either kernel attack surface or escape hatches.
+DENIED = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "bpf", "perf_event_open", "userfaultfd",
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "keyctl", "add_key", "request_key",
+    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree",
+    "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr", "open_by_handle_at",
+    "name_to_handle_at", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+    "delete_module", "swapon", "swapoff", "reboot", "acct", "quotactl", "syslog", "vhangup",
+    "iopl", "ioperm", "modify_ldt", "lookup_dcookie", "fanotify_init", "kcmp", "personality",
+    "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "mknod", "mknodat",
+    "pidfd_getfd", "memfd_secret", "landlock_create_ruleset",
+)
+TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+
+
+def seccomp_program() -> bytes:
+    """Compile the filter once (in the zygote); children only load the bytes (saves ~3 ms each)."""
+    import tempfile
+
+    import pyseccomp as sc
+    f = sc.SyscallFilter(sc.ALLOW)
+    for name in DENIED:
+        try:
+            f.add_rule(sc.ERRNO(errno.EPERM), name)
+        except (OSError, ValueError):
+            pass  # a syscall this kernel/arch does not know
+    f.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), "socket", sc.Arg(0, sc.NE, socket.AF_UNIX))
+    for flag in (CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP,
+                 CLONE_NEWUSER):
+        f.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")  # its flags live in memory; glibc falls back to clone
+    for request in (TIOCSTI, TIOCLINUX):
+        f.add_rule(sc.ERRNO(errno.EPERM), "ioctl", sc.Arg(1, sc.EQ, request))
+    with tempfile.TemporaryFile() as tmp:
+        f.export_bpf(tmp)
+        tmp.seek(0)
+        return tmp.read()
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def load_seccomp(program: bytes) -> None:
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    buf = ctypes.create_string_buffer(program, len(program))
+    prog = _SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    _check(libc.prctl(ctypes.c_int(PR_SET_SECCOMP), ctypes.c_ulong(SECCOMP_MODE_FILTER),
+                      ctypes.byref(prog), ctypes.c_ulong(0), ctypes.c_ulong(0)), "seccomp")
+
+
+def close_fds_except(keep) -> None:
+    keep = sorted(set(keep))
+    low = 0
+    for fd in keep + [max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 65536)]:
+        if fd > low:
+            os.closerange(low, fd)
+        low = fd + 1

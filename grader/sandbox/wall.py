@@ -1,0 +1,99 @@
+"""The outer bubblewrap wall around the zygote, and what ``strict`` needs from the host.
+
+The wall is the second layer: even if the zygote (or a child's escape from it) went
+wrong, the host filesystem, network and processes stay out of sight. It holds the
+OS libraries, the interpreter and its packages read-only, the sandbox's own code,
+a size-capped /tmp, a minimal /dev and a fresh /proc, and nothing else: no home,
+no repository, no host /etc.
+
+We run it as root *without* a user namespace (a root bwrap with ``--unshare-user``
+maps the sandbox user to host root, pitfall P1), keeping only the capabilities the
+zygote needs to build per-child namespaces, mounts and uids.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ZYGOTE = os.path.join(HERE, "zygote.py")
+ZYGOTE_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID")
+
+
+def bwrap_path() -> str | None:
+    return os.environ.get("ATTN_GRADER_BWRAP") or shutil.which("bwrap")
+
+
+def gpu_nodes() -> list[str]:
+    return sorted(glob.glob("/dev/nvidia*"))
+
+
+def zygote_env() -> dict:
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTHONHASHSEED": "0"}
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+        env[var] = "1"  # the zygote must be single-threaded when it forks (P3)
+    if "CUDA_VISIBLE_DEVICES" in os.environ:
+        env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+    return env
+
+
+def zygote_command(control_fd: int, *, wall: bool, gpu: bool, tmp_size: int) -> list[str]:
+    python = [sys.executable, "-I", "-B", ZYGOTE, str(control_fd)]
+    if not wall:
+        return python
+    args = [bwrap_path(), "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
+            "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]
+    for cap in ZYGOTE_CAPS:
+        args += ["--cap-add", cap]
+    args += ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    seen = ["/usr"]
+    for prefix in (sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable)), HERE):
+        if not any(prefix == s or prefix.startswith(s + "/") for s in seen):
+            args += ["--ro-bind", prefix, prefix]
+            seen.append(prefix)
+    if os.path.exists("/etc/ld.so.cache"):
+        args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_size), "--tmpfs", "/tmp",
+             "--dir", "/.attn-root"]
+    if gpu:
+        for node in gpu_nodes():
+            args += ["--dev-bind", node, node]
+        args += ["--ro-bind", "/sys", "/sys"]
+    args += ["--clearenv"]
+    for key, value in zygote_env().items():
+        args += ["--setenv", key, value]
+    return args + ["--chdir", "/", "--"] + python
+
+
+def strict_problems(wall: bool = True) -> list[str]:
+    """What this host lacks for full isolation (empty when ``strict`` can run)."""
+    problems = []
+    if not sys.platform.startswith("linux"):
+        return [f"Linux namespaces, cgroups and seccomp (this is {sys.platform})"]
+    if os.geteuid() != 0:
+        problems.append("root privileges for the grader (per-run uids, mounts and cgroups; "
+                        "run the grading worker as root or in a privileged container)")
+    for ns in ("mnt", "pid", "net", "ipc", "uts", "cgroup"):
+        if not os.path.exists(f"/proc/self/ns/{ns}"):
+            problems.append(f"the kernel's {ns} namespace")
+    try:
+        import pyseccomp  # noqa: F401
+    except (ImportError, OSError) as exc:
+        problems.append(f"seccomp via pyseccomp/libseccomp ({exc})")
+    from .cgroups import CgroupUnavailable, detect
+    if os.geteuid() == 0:
+        try:
+            detect()
+        except CgroupUnavailable as exc:
+            problems.append(str(exc))
+    if wall and not bwrap_path():
+        problems.append("bubblewrap for the outer wall (apt-get install bubblewrap)")
+    return problems

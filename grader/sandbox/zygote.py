@@ -1,0 +1,237 @@
+"""The fork server: imports torch once, then forks one walled-in child per submission.
+
+Run as a script (``python -I zygote.py``) with its control socket on fd 3, normally
+inside the outer bubblewrap wall (see ``wall.py``). It is trusted but holds no
+secrets: every child can read all of its memory, so it never sees a reference
+answer, a seed or a credential. It must be single-threaded whenever it forks (a
+thread pool caught mid-lock deadlocks every child), so it warms torch up with one
+thread and checks that no thread survived.
+
+Per request (a JSON header plus file descriptors over SCM_RIGHTS) it forks a waiter,
+which joins the run's cgroup, unshares the namespaces and forks the child: pid 1 of
+the new pid namespace, which builds a fresh read-only root, sets rlimits, drops to
+the slot's uid, installs seccomp and serves the harness protocol. The waiter reports
+the child's exit status on a pipe the grader reads.
+"""
+import fcntl
+import importlib.util
+import json
+import os
+import select
+import socket
+import sys
+import traceback
+
+CONTROL_FD = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT_CANDIDATES = ("/.attn-root", "/mnt", "/media", "/srv", "/opt", "/tmp")
+
+
+def _load(name: str, filename: str):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, filename))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+isolate = _load("_attn_isolate", "isolate.py")
+harness = _load("_attn_harness", "harness.py")  # imports torch and the wire format
+
+
+def filesystem_plan() -> dict:
+    """What a child's root holds: the OS libraries, the interpreter and its packages, read-only."""
+    binds, links = ["/usr"], {}
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            links[top] = os.readlink(top)
+        elif os.path.isdir(top):
+            binds.append(top)
+    for prefix in (sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))):
+        if not any(prefix == b or prefix.startswith(b + "/") for b in binds):
+            binds.append(prefix)
+    gpu = sorted(n for n in os.listdir("/dev") if n.startswith("nvidia")) if os.path.isdir("/dev") else []
+    return {"ro_binds": binds, "symlinks": links, "etc_binds": ["/etc/ld.so.cache"], "gpu_nodes": gpu,
+            "sys": bool(gpu)}
+
+
+PLAN = None
+SECCOMP = None
+
+
+def pick_root(plan: dict) -> str:
+    """A directory to mount the new root on that hides none of the bind sources."""
+    for cand in ROOT_CANDIDATES:
+        if os.path.isdir(cand) and not any(s == cand or s.startswith(cand + "/") for s in plan["ro_binds"]):
+            return cand
+    raise RuntimeError("no directory to build the sandbox root on")
+
+
+def etc_files(uid: int) -> dict:
+    # Synthetic /etc: getpass/pwd work, nothing of the host's leaks (P8).
+    return {"passwd": f"root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
+                      f"student:x:{uid}:{uid}:student:/tmp:/usr/sbin/nologin\n",
+            "group": f"root:x:0:\nstudent:x:{uid}:\n",
+            "hosts": "127.0.0.1 localhost\n::1 localhost\n",
+            "hostname": "sandbox\n"}
+
+
+def read_file(fd: int, cap: int) -> bytes:
+    chunks, total = [], 0
+    while total <= cap:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    if total > cap:
+        raise ValueError("submission file too large")
+    return b"".join(chunks)
+
+
+def run_child(req: dict, fds: dict, files: dict) -> None:
+    """Pid 1 of the new namespaces: wall in, then become the harness. Never returns."""
+    import torch
+    isolate.die_with_parent()
+    os.setsid()
+    socket.sethostname("sandbox")
+    isolate.mount(None, "/", None, isolate.MS_REC | isolate.MS_PRIVATE)
+    plan = dict(PLAN, etc=etc_files(req["uid"]))
+    if req.get("device", "cpu") == "cpu":
+        plan["gpu_nodes"], plan["sys"] = [], False
+    new_root = pick_root(plan)
+    isolate.mount("tmpfs", new_root, "tmpfs", isolate.MS_NOSUID | isolate.MS_NODEV, "size=1m,mode=755")
+    isolate.build_root(new_root, plan, files, req["tmp_size"])
+    isolate.pivot_into(new_root)
+    # Move the pipes to 1..4 via high copies, so no target clobbers another's source.
+    high = {k: fcntl.fcntl(v, fcntl.F_DUPFD, 100) for k, v in fds.items()}
+    devnull = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(devnull, 0)
+    for k, target in (("stdout", 1), ("stderr", 2), ("request", 3), ("response", 4)):
+        os.dup2(high[k], target)
+    status = os.dup2(high["status"], 5)
+    isolate.close_fds_except({0, 1, 2, 3, 4, 5})
+    isolate.set_rlimits(req["rlimits"])
+    isolate.drop_privileges(req["uid"])
+    isolate.load_seccomp(SECCOMP)
+    os.environ.clear()
+    os.environ.update(req["env"])
+    os.chdir("/tmp")
+    torch.set_num_threads(int(req.get("threads", 1)))
+    if req.get("warm"):
+        harness.prepare_device(req.get("device", "cpu"))
+    os.write(status, b'{"ready": true}\n')
+    os.close(status)  # from here on, only the waiter speaks on the status pipe
+    sys.argv = ["submission"]
+    harness.serve()
+    os._exit(0)
+
+
+def run_waiter(req: dict, fds: dict, cgroup_fds: list, files: dict) -> None:
+    """Joins the cgroup, unshares, forks pid 1 and reports how it ended. Never returns."""
+    status = fds["status"]
+    try:
+        os.setsid()
+        isolate.die_with_parent()
+        for fd in cgroup_fds:
+            os.write(fd, b"0")  # "0" = this process; the child inherits the cgroup
+            os.close(fd)
+        isolate.unshare(isolate.NAMESPACES)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                run_child(req, fds, files)
+            except BaseException as exc:
+                msg = {"setup_error": f"{type(exc).__name__}: {exc}"}
+                os.write(status, (json.dumps(msg) + "\n").encode())
+            os._exit(120)
+        for fd in list(fds.values()):
+            if fd != status:
+                os.close(fd)
+        _, wstatus, usage = os.wait4(pid, 0)
+        code = -os.WTERMSIG(wstatus) if os.WIFSIGNALED(wstatus) else os.WEXITSTATUS(wstatus)
+        os.write(status, (json.dumps({"exit": code, "cpu": usage.ru_utime + usage.ru_stime}) + "\n").encode())
+    except BaseException as exc:
+        try:
+            os.write(status, (json.dumps({"setup_error": f"{type(exc).__name__}: {exc}"}) + "\n").encode())
+        except OSError:
+            pass
+    os._exit(0)
+
+
+FD_NAMES = ("request", "response", "stdout", "stderr", "status")
+
+
+def spawn(sock: socket.socket, req: dict, fds: list) -> None:
+    named = dict(zip(FD_NAMES, fds[:5]))
+    n_cg = int(req["n_cgroup"])
+    cgroup_fds = fds[5:5 + n_cg]
+    file_fds = fds[5 + n_cg:]
+    try:
+        files = {os.path.basename(name): read_file(fd, 16 << 20) for name, fd in zip(req["files"], file_fds)}
+    except (OSError, ValueError) as exc:
+        sock.send(json.dumps({"error": f"cannot read the submission: {exc}"}).encode())
+        files = None
+    if files is not None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            sock.close()
+            run_waiter(req, named, cgroup_fds, files)
+        sock.send(json.dumps({"pid": pid}).encode())
+    for fd in fds:
+        os.close(fd)
+
+
+def reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def threads_alive() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def main() -> None:
+    global PLAN, SECCOMP
+    import torch
+    sock = socket.socket(fileno=CONTROL_FD)
+    try:
+        torch.set_num_threads(1)
+        harness.warm_up()   # the lazy imports (sympy under backward) happen here, once (P2)
+        import numpy  # noqa: F401  (students import it; make that free)
+        PLAN = filesystem_plan()
+        SECCOMP = isolate.seccomp_program()
+        isolate.prctl(isolate.PR_SET_CHILD_SUBREAPER, 1)
+        isolate.prctl(isolate.PR_SET_DUMPABLE, 0)
+        if threads_alive() != 1:
+            raise RuntimeError(f"the zygote has {threads_alive()} threads; forking now would deadlock "
+                               "children (set OMP/MKL/OPENBLAS_NUM_THREADS=1)")
+    except BaseException as exc:
+        sock.send(json.dumps({"error": f"zygote start-up failed: {type(exc).__name__}: {exc}"}).encode())
+        raise
+    sock.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
+    while True:
+        readable, _, _ = select.select([sock], [], [], 0.5)
+        reap()
+        if not readable:
+            continue
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, 65536, 32)
+        except OSError:
+            return
+        if not data:
+            return  # the grader went away
+        try:
+            spawn(sock, json.loads(data), fds)
+        except Exception:
+            sock.send(json.dumps({"error": traceback.format_exc(limit=3)}).encode())
+
+
+if __name__ == "__main__":
+    main()
