@@ -1,1 +1,64 @@
-"""The Flask service: pages, JSON API and job dispatch to grading workers."""
+"""The Flask service: pages, JSON API and job dispatch to grading workers.
+
+``create_app(config=None)`` builds the app; ``config`` overrides the ``ATTN_GRADER_*``
+environment (see ``web.config``). The app refuses to start on a database that is not
+migrated to the code's revision and says which command to run.
+"""
+from __future__ import annotations
+
+import importlib.util
+
+from flask import Flask, jsonify
+
+
+def create_app(config: dict | None = None) -> Flask:
+    from .config import load_config
+    from .db import check_migrated, get_engine
+    from .dispatch.broker import make_dispatcher
+    from .extensions import ServiceState, close_db_session, csrf, limiter, login_manager
+
+    cfg = load_config(config)
+    app = Flask(__name__, instance_path=cfg["INSTANCE_PATH"])
+    app.config.update(cfg)
+    # Multipart framing and JSON escaping add to the source's size; the API checks the exact
+    # size of the code itself and answers 413 with a message.
+    app.config.setdefault("MAX_CONTENT_LENGTH", 2 * cfg["MAX_SUBMISSION_BYTES"] + 64 * 1024)
+    app.config.setdefault("RATELIMIT_STORAGE_URI", cfg["RATELIMIT_STORAGE_URI"])
+    app.config.setdefault("SESSION_COOKIE_HTTPONLY", True)
+    app.config.setdefault("SESSION_COOKIE_SAMESITE", "Lax")
+
+    engine = get_engine(cfg["DATABASE_URL"])
+    check_migrated(engine)
+    app.extensions["attn_grader"] = ServiceState(engine=engine, dispatcher=make_dispatcher(cfg))
+    app.teardown_appcontext(close_db_session)
+
+    limiter.init_app(app)
+    csrf.init_app(app)
+    login_manager.init_app(app)
+    login_manager.user_loader(_load_user)
+
+    from .api import bp as api_bp
+    csrf.exempt(api_bp)  # token-authenticated JSON: no cookies, so no CSRF
+    app.register_blueprint(api_bp)
+
+    @app.get("/healthz")
+    def healthz():
+        return jsonify(status="ok")
+
+    # The HTML pages live in web/pages (their own package); it registers its blueprints.
+    if importlib.util.find_spec("web.pages") is not None:
+        pages = importlib.import_module("web.pages")
+        if hasattr(pages, "register"):
+            pages.register(app)
+    return app
+
+
+def _load_user(user_id: str):
+    from .extensions import db_session
+    from .models import User
+
+    try:
+        user = db_session().get(User, int(user_id))
+    except ValueError:
+        return None
+    return user if user is not None and user.is_active else None

@@ -1,0 +1,346 @@
+"""Service commands of ``attn-grader``: serve, worker, db, users, regrade, reconcile."""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import click
+
+from .config import load_config
+from .db import DatabaseNotMigrated, check_migrated, get_engine, session_factory
+
+
+def _config() -> dict:
+    try:
+        return load_config()
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _migrated_engine(config: dict):
+    engine = get_engine(config["DATABASE_URL"])
+    try:
+        check_migrated(engine)
+    except DatabaseNotMigrated as exc:
+        raise click.ClickException(str(exc)) from None
+    return engine
+
+
+def _session(config: dict):
+    return session_factory(_migrated_engine(config))()
+
+
+def _logging(level: str = "INFO") -> None:
+    logging.basicConfig(level=os.environ.get("ATTN_GRADER_LOG_LEVEL", level),
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+
+# ---- serve / worker / reconcile ----------------------------------------------------------
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=5000, show_default=True, type=int)
+@click.option("--workers", type=int, default=None,
+              help="grading worker processes [default: ATTN_GRADER_WORKERS or 2]")
+@click.option("--threads", default=8, show_default=True, help="web server threads")
+@click.option("--demo/--no-demo", default=None, help="seed demo accounts into an empty database")
+def serve(host, port, workers, threads, demo):
+    """Start the web server and grading workers (http://127.0.0.1:5000)."""
+    import waitress
+
+    from . import create_app
+    from .dispatch.supervisor import Supervisor, worker_specs
+    from .services.demo import load_demo_credentials, seed_demo
+
+    _logging("WARNING")
+    config = _config()
+    engine = _migrated_engine(config)
+    accounts = None
+    if config["SEED_DEMO"] if demo is None else demo:
+        with session_factory(engine)() as session:
+            accounts = seed_demo(session, password=config["DEMO_PASSWORD"],
+                                 credentials_dir=config["INSTANCE_PATH"])
+        accounts = accounts or load_demo_credentials(config["INSTANCE_PATH"])
+    app = create_app()
+    workers = config["WORKERS"] if workers is None else workers
+    supervisor = Supervisor(config, worker_specs(workers))
+    supervisor.start()
+    mode = "Dramatiq via " + config["BROKER_URL"] if config["BROKER_URL"] else "database queue"
+    click.echo(f"attn-grader serving http://{host}:{port}/  ({workers} grading workers, {mode})")
+    click.echo(f"database: {engine.url.render_as_string(hide_password=True)}")
+    if accounts:
+        click.echo(accounts.describe())
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        waitress.serve(app, host=host, port=port, threads=threads, ident="attn-grader",
+                       _quiet=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        click.echo("stopping grading workers ...")
+        supervisor.stop()
+
+
+def _visible_gpus() -> list[str]:
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g for g in env.split(",") if g.strip()]
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [str(i) for i, line in enumerate(out.stdout.splitlines()) if line.startswith("GPU")]
+
+
+@click.command()
+@click.option("--queues", default="cpu", show_default=True, help="comma-separated: cpu,gpu")
+@click.option("--processes", type=int, default=None,
+              help="CPU worker processes [default: number of cores]")
+@click.option("--gpus", default=None, help="GPU ids for the gpu queue [default: all visible]")
+@click.option("--reconcile/--no-reconcile", default=True, show_default=True,
+              help="also run the reconciler in this process")
+def worker(queues, processes, gpus, reconcile):
+    """Run grading workers on this host (one process per GPU for the gpu queue)."""
+    from .dispatch.supervisor import Supervisor, worker_specs
+
+    _logging()
+    config = _config()
+    _migrated_engine(config)
+    wanted = {q.strip() for q in queues.split(",") if q.strip()}
+    unknown = wanted - {"cpu", "gpu"}
+    if unknown or not wanted:
+        raise click.BadParameter(f"unknown queue(s) {sorted(unknown)}; use cpu and/or gpu",
+                                 param_hint="--queues")
+    cpu = (processes or os.cpu_count() or 1) if "cpu" in wanted else 0
+    gpu_ids = []
+    if "gpu" in wanted:
+        gpu_ids = [g.strip() for g in gpus.split(",")] if gpus else _visible_gpus()
+        if not gpu_ids:
+            raise click.ClickException("--queues gpu: no GPU found (nvidia-smi -L lists none); "
+                                       "pass --gpus 0,1 or drop the gpu queue")
+    supervisor = Supervisor(config, worker_specs(cpu, gpu_ids), reconcile_jobs=reconcile)
+    supervisor.start()
+    mode = "Dramatiq " + config["BROKER_URL"] if config["BROKER_URL"] else "database polling"
+    click.echo(f"grading workers: {cpu} cpu, {len(gpu_ids)} gpu ({mode}); Ctrl-C stops")
+    signal.signal(signal.SIGTERM, lambda *_: supervisor.stop_event.set())
+    try:
+        supervisor.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        supervisor.stop()
+
+
+@click.command()
+@click.option("--loop", is_flag=True, help="keep running every ATTN_GRADER_RECONCILE_SECONDS")
+def reconcile(loop):
+    """Re-notify lost or stale grading jobs; fail those that lost their host too often."""
+    from .dispatch.broker import make_dispatcher
+    from .dispatch.reconciler import reconcile as run
+
+    config = _config()
+    engine = _migrated_engine(config)
+    dispatcher = make_dispatcher(config)
+    while True:
+        report = run(engine, dispatcher, queued_stale_seconds=config["QUEUED_STALE_SECONDS"])
+        click.echo(f"failed {len(report.failed)} job(s) {report.failed or ''}; "
+                   f"re-notified {len(report.renotified)} {report.renotified or ''}".strip())
+        if not loop:
+            return
+        time.sleep(config["RECONCILE_SECONDS"])
+
+
+# ---- db ----------------------------------------------------------------------------------
+
+@click.group()
+def db():
+    """Database migrations (Alembic)."""
+
+
+@db.command()
+@click.argument("revision", default="head")
+def upgrade(revision):
+    """Apply migrations up to REVISION (default: the newest)."""
+    from .db import current_revision, upgrade as run_upgrade
+
+    config = _config()
+    run_upgrade(config["DATABASE_URL"], revision)
+    engine = get_engine(config["DATABASE_URL"])
+    click.echo(f"database {engine.url.render_as_string(hide_password=True)} "
+               f"is at revision {current_revision(engine)}")
+
+
+@db.command()
+@click.argument("revision")
+def downgrade(revision):
+    """Revert migrations down to REVISION ("base" empties the database)."""
+    from alembic import command
+
+    from .db import alembic_config
+
+    command.downgrade(alembic_config(_config()["DATABASE_URL"]), revision)
+    click.echo(f"downgraded to {revision}")
+
+
+@db.command()
+def current():
+    """Show the database's revision and the code's."""
+    from .db import current_revision, head_revision
+
+    engine = get_engine(_config()["DATABASE_URL"])
+    have, want = current_revision(engine), head_revision()
+    click.echo(f"database: {have or '(empty)'}; code: {want}"
+               + ("" if have == want else "  -> run `attn-grader db upgrade`"))
+
+
+@db.command()
+@click.option("-m", "--message", required=True, help="what the revision changes")
+def revision(message):
+    """Autogenerate a revision from the models (read it before committing)."""
+    from alembic import command
+
+    from .db import alembic_config
+
+    command.revision(alembic_config(_config()["DATABASE_URL"]), message=message,
+                     autogenerate=True)
+
+
+# ---- users -------------------------------------------------------------------------------
+
+@click.group()
+def users():
+    """Manage accounts and API tokens."""
+
+
+@users.command("add")
+@click.argument("email")
+@click.option("--role", type=click.Choice(["student", "instructor"]), default="student",
+              show_default=True)
+@click.option("--name", default="", help="display name [default: the email's local part]")
+@click.option("--password-stdin", is_flag=True, help="read the password from standard input")
+def users_add(email, role, name, password_stdin):
+    """Create an account (enrolled in the default course)."""
+    from .services.courses import ensure_default_course
+    from .services.users import add_user
+
+    password = sys.stdin.readline().rstrip("\r\n") if password_stdin else None
+    with _session(_config()) as session:
+        ensure_default_course(session)
+        try:
+            user = add_user(session, email, role, password, name=name)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+        session.commit()
+        note = "" if password else " (no password: web login disabled until one is set)"
+        click.echo(f"added {user.role} {user.email}{note}")
+
+
+@users.command("token")
+@click.argument("email")
+@click.option("--label", default="cli", show_default=True)
+def users_token(email, label):
+    """Print a new API token for EMAIL (shown only this once)."""
+    from .auth import issue_token
+    from .services.users import find_user
+
+    with _session(_config()) as session:
+        user = find_user(session, email)
+        if user is None:
+            raise click.ClickException(f"no user {email}; add one with `attn-grader users add`")
+        token = issue_token(session, user, label)
+        session.commit()
+    click.echo(token)
+
+
+@users.command("password")
+@click.argument("email")
+def users_password(email):
+    """Set EMAIL's password, read from standard input."""
+    from .services.users import find_user, set_password
+
+    password = sys.stdin.readline().rstrip("\r\n")
+    with _session(_config()) as session:
+        user = find_user(session, email)
+        if user is None:
+            raise click.ClickException(f"no user {email}")
+        try:
+            set_password(user, password)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+        session.commit()
+    click.echo(f"password set for {email}")
+
+
+@users.command("revoke")
+@click.argument("email")
+def users_revoke(email):
+    """Revoke every API token of EMAIL."""
+    from .auth import revoke_tokens
+    from .services.users import find_user
+
+    with _session(_config()) as session:
+        user = find_user(session, email)
+        if user is None:
+            raise click.ClickException(f"no user {email}")
+        count = revoke_tokens(session, user)
+        session.commit()
+    click.echo(f"revoked {count} token(s) of {email}")
+
+
+@users.command("list")
+def users_list():
+    """List accounts."""
+    from sqlalchemy import select
+
+    from .models import User
+
+    with _session(_config()) as session:
+        for user in session.scalars(select(User).order_by(User.role, User.email)):
+            flags = "" if user.is_active else " (inactive)"
+            click.echo(f"{user.role:10} {user.email}{flags}")
+
+
+# ---- regrade -----------------------------------------------------------------------------
+
+@click.command()
+@click.option("--assignment", "assignment_ref", required=True, help="assignment slug or task id")
+@click.option("--dry-run", is_flag=True, help="show the score changes, store nothing")
+@click.option("--yes", is_flag=True, help="apply without asking")
+@click.option("--jobs", default=2, show_default=True, help="submissions graded at once")
+def regrade(assignment_ref, dry_run, yes, jobs):
+    """Grade an assignment's submissions again; shows score changes before applying."""
+    from .services.courses import find_assignment
+    from .services.grading import load_grade_function
+    from .services.regrade import apply_regrade, plan_regrade
+
+    config = _config()
+    with _session(config) as session:
+        assignment = find_assignment(session, assignment_ref)
+        if assignment is None or assignment.kind != "task":
+            raise click.ClickException(f"no task assignment {assignment_ref!r}")
+        grade_fn = load_grade_function(config["GRADE_FUNCTION"])
+        changes = plan_regrade(session, assignment, grade_fn, sandbox=config["SANDBOX"],
+                               jobs=jobs)
+        if not changes:
+            click.echo(f"{assignment.slug}: no submissions")
+            return
+        changed = [c for c in changes if c.changed]
+        click.echo(f"{'submission':>10}  {'student':30} {'old':>7} -> {'new':>7}  grader")
+        for c in changes:
+            old = "-" if c.old_score is None else f"{c.old_score:.2f}"
+            mark = "  *" if c.changed else ""
+            click.echo(f"{c.submission_id:>10}  {c.email:30} {old:>7} -> {c.new_score:>7.2f}  "
+                       f"{c.old_version or '-'} -> {c.new_version}{mark}")
+        click.echo(f"{len(changes)} submission(s), {len(changed)} with a different score")
+        if dry_run:
+            click.echo("dry run: nothing stored")
+            return
+        if not yes and not click.confirm("apply these results?", default=False):
+            click.echo("nothing stored")
+            return
+        apply_regrade(session, changes)
+        click.echo(f"stored {len(changes)} regrade result(s)")

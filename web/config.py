@@ -1,0 +1,97 @@
+"""Service configuration: environment variables with the ``ATTN_GRADER_`` prefix.
+
+Every setting has a default that works on a laptop: an SQLite database and a generated
+secret key under ``instance/`` (the secret is written once with 0600 permissions), grading
+workers that claim jobs from the database itself, and an in-memory rate limiter.
+
+``load_config()`` returns a plain dict of upper-case keys; ``create_app`` copies it into
+``app.config`` and the worker processes read the same dict, so web and workers agree.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+PREFIX = "ATTN_GRADER_"
+
+# name -> (type, default, help). The README's "Configuration" table is written from this.
+SETTINGS: dict[str, tuple[type, object, str]] = {
+    "INSTANCE_PATH": (str, "instance", "folder for the SQLite database and the secret key"),
+    "DATABASE_URL": (str, None, "SQLAlchemy URL; default sqlite:///<instance>/attn_grader.db"),
+    "SECRET_KEY": (str, None, "Flask secret; default generated into <instance>/secret_key"),
+    "BROKER_URL": (str, None, "redis://host:port/db to publish jobs through Dramatiq (scale-out)"),
+    "BROKER_NAMESPACE": (str, "attn_grader", "prefix of the broker's Redis keys"),
+    "RATELIMIT_STORAGE_URI": (str, "memory://", "Flask-Limiter storage (redis://... at scale)"),
+    "API_RATE_LIMIT": (str, "120 per minute", "per-token limit on every /api/v1 request"),
+    "SANDBOX": (str, "auto", "sandbox level workers pass to grade_source: auto, strict, none"),
+    "GRADE_FUNCTION": (str, "grader.grading:grade_source", "module:function that grades code"),
+    "MAX_SUBMISSION_BYTES": (int, 64 * 1024, "largest accepted source file"),
+    "LEASE_SECONDS": (float, 60.0, "a running job not renewed for this long is presumed lost"),
+    "MAX_ATTEMPTS": (int, 3, "claims per job before it is failed as 'grading host lost'"),
+    "QUEUED_STALE_SECONDS": (float, 120.0, "a queued job waiting longer is re-notified"),
+    "RECONCILE_SECONDS": (float, 10.0, "how often the reconciler runs inside serve/worker"),
+    "POLL_SECONDS": (float, 0.3, "idle sleep of a database-polling worker"),
+    "WORKERS": (int, 2, "grading worker processes started by `serve`"),
+    "SEED_DEMO": (bool, True, "`serve` creates a demo course, instructor and student when empty"),
+    "DEMO_PASSWORD": (str, None, "password of the demo accounts; default generated and printed"),
+}
+
+
+def _parse(kind: type, raw: str, name: str):
+    if kind is bool:
+        value = raw.strip().lower()
+        if value in ("1", "true", "yes", "on"):
+            return True
+        if value in ("0", "false", "no", "off", ""):
+            return False
+        raise ValueError(f"{PREFIX}{name}={raw!r}: expected true/false")
+    try:
+        return kind(raw)
+    except ValueError:
+        raise ValueError(f"{PREFIX}{name}={raw!r}: expected {kind.__name__}") from None
+
+
+def load_config(overrides: dict | None = None, environ=None) -> dict:
+    """Settings from ``environ`` (default ``os.environ``), then ``overrides`` on top."""
+    environ = os.environ if environ is None else environ
+    overrides = dict(overrides or {})
+    config: dict = {}
+    for name, (kind, default, _help) in SETTINGS.items():
+        if name in overrides:
+            config[name] = overrides.pop(name)
+        elif PREFIX + name in environ:
+            config[name] = _parse(kind, environ[PREFIX + name], name)
+        else:
+            config[name] = default
+    config.update(overrides)  # extra Flask keys such as TESTING pass straight through
+
+    instance = Path(config["INSTANCE_PATH"]).resolve()
+    config["INSTANCE_PATH"] = str(instance)
+    if not config["DATABASE_URL"]:
+        instance.mkdir(parents=True, exist_ok=True)
+        config["DATABASE_URL"] = f"sqlite:///{instance / 'attn_grader.db'}"
+    if not config["SECRET_KEY"]:
+        config["SECRET_KEY"] = _instance_secret(instance)
+    if config["SANDBOX"] not in ("auto", "strict", "none"):
+        raise ValueError(f"{PREFIX}SANDBOX={config['SANDBOX']!r}: expected auto, strict or none")
+    return config
+
+
+def _instance_secret(instance: Path) -> str:
+    """The laptop's secret key: generated once, readable only by its owner."""
+    instance.mkdir(parents=True, exist_ok=True)
+    path = instance / "secret_key"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as fh:
+        fh.write(secrets.token_hex(32))
+    return path.read_text().strip()
+
+
+def describe() -> list[tuple[str, str, str]]:
+    """(variable, default, meaning) rows for `--help` texts and the README."""
+    return [(PREFIX + name, "" if default is None else str(default), help_)
+            for name, (_kind, default, help_) in SETTINGS.items()]

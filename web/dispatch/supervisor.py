@@ -1,0 +1,104 @@
+"""Starts grading worker processes, restarts any that die, and runs the reconciler.
+
+``serve`` runs one of these next to the web server; ``attn-grader worker`` runs one per
+host. GPU workers get one process per GPU with ``CUDA_VISIBLE_DEVICES`` pinned to it.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+from ..db import get_engine
+from .broker import make_dispatcher
+from .reconciler import reconcile
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WorkerSpec:
+    name: str
+    queues: str
+    env: dict
+
+
+def worker_specs(cpu_processes: int, gpus=(), prefix: str = "") -> list[WorkerSpec]:
+    host = prefix or os.uname().nodename
+    specs = [WorkerSpec(f"{host}:cpu{i}", "cpu", {"CUDA_VISIBLE_DEVICES": ""})
+             for i in range(cpu_processes)]
+    specs += [WorkerSpec(f"{host}:gpu{gpu}", "gpu", {"CUDA_VISIBLE_DEVICES": str(gpu)})
+              for gpu in gpus]
+    return specs
+
+
+class Supervisor:
+    def __init__(self, config: dict, specs: list[WorkerSpec], reconcile_jobs: bool = True):
+        self.config, self.specs = config, specs
+        self.reconcile_jobs = reconcile_jobs
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.stop_event = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def _spawn(self, spec: WorkerSpec) -> subprocess.Popen:
+        env = {**os.environ, **spec.env}
+        # The child reads the same settings from its environment.
+        for key in ("DATABASE_URL", "SECRET_KEY", "BROKER_URL", "INSTANCE_PATH", "SANDBOX",
+                    "GRADE_FUNCTION", "LEASE_SECONDS", "POLL_SECONDS", "BROKER_NAMESPACE"):
+            if self.config.get(key) is not None:
+                env["ATTN_GRADER_" + key] = str(self.config[key])
+        return subprocess.Popen(
+            [sys.executable, "-m", "web.dispatch.worker", "--queues", spec.queues,
+             "--name", spec.name], env=env)
+
+    def start(self) -> None:
+        for spec in self.specs:
+            self.procs[spec.name] = self._spawn(spec)
+        self._threads.append(threading.Thread(target=self._watch, name="supervisor",
+                                              daemon=True))
+        if self.reconcile_jobs:
+            self._threads.append(threading.Thread(target=self._reconcile_loop,
+                                                  name="reconciler", daemon=True))
+        for thread in self._threads:
+            thread.start()
+
+    def _watch(self) -> None:
+        while not self.stop_event.wait(1.0):
+            for spec in self.specs:
+                proc = self.procs.get(spec.name)
+                if proc is not None and proc.poll() is not None and not self.stop_event.is_set():
+                    log.warning("worker %s exited with %s; restarting", spec.name,
+                                proc.returncode)
+                    self.procs[spec.name] = self._spawn(spec)
+
+    def _reconcile_loop(self) -> None:
+        engine = get_engine(self.config["DATABASE_URL"])
+        dispatcher = make_dispatcher(self.config)
+        interval = float(self.config["RECONCILE_SECONDS"])
+        while not self.stop_event.wait(interval):
+            try:
+                reconcile(engine, dispatcher,
+                          queued_stale_seconds=float(self.config["QUEUED_STALE_SECONDS"]))
+            except Exception:
+                log.exception("reconciler run failed; retrying in %s s", interval)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGTERM every worker (each finishes its current job), then SIGKILL stragglers."""
+        self.stop_event.set()
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + timeout
+        for proc in self.procs.values():
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def wait(self) -> None:
+        self.stop_event.wait()

@@ -1,0 +1,141 @@
+"""A grading worker: claim a job, grade it while renewing the lease, store the result fenced.
+
+Run as a process: ``python -m web.dispatch.worker --queues cpu`` (``serve`` and
+``attn-grader worker`` start these). Without a broker it polls the database; with one it
+consumes Dramatiq messages carrying job ids. Either way the claim/fence code is the same.
+
+A student program that crashes, times out or runs out of memory comes back from the grader
+as a report (a result). Only an exception from the grading machinery itself releases the job
+for another attempt.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import traceback
+
+from sqlalchemy.engine import Engine
+
+from ..db import check_migrated, get_engine
+from ..services.grading import load_grade_function, report_to_dict
+from . import claim as claims
+
+log = logging.getLogger(__name__)
+
+
+def default_worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class GradingWorker:
+    def __init__(self, engine: Engine, config: dict, grade_fn=None, name: str | None = None):
+        self.engine, self.config = engine, config
+        self.grade_fn = grade_fn or load_grade_function(config["GRADE_FUNCTION"])
+        self.name = name or default_worker_name()
+        self.lease_seconds = float(config["LEASE_SECONDS"])
+
+    # -- one job -------------------------------------------------------------------------
+    def process(self, claim: claims.Claim) -> str:
+        """Grade a claimed job; returns "done", "stale", "queued" or "failed"."""
+        stop_renewing = threading.Event()
+        renewer = threading.Thread(target=self._renew, args=(claim, stop_renewing),
+                                   name=f"lease-{claim.job_id}", daemon=True)
+        renewer.start()
+        try:
+            device = "cuda" if claim.queue == "gpu" else "cpu"
+            report = self.grade_fn(claim.code, claim.task_id,
+                                   sandbox=self.config["SANDBOX"], device=device)
+            data = report_to_dict(report)
+        except Exception as exc:  # the grader itself failed: not the student's fault
+            log.error("job %s attempt %s: grader error\n%s", claim.job_id, claim.attempt,
+                      traceback.format_exc())
+            return claims.release(self.engine, claim, f"{type(exc).__name__}: {exc}") or "stale"
+        finally:
+            stop_renewing.set()
+            renewer.join()
+        if claims.finish(self.engine, claim, data):
+            return "done"
+        log.warning("job %s attempt %s was superseded; result dropped", claim.job_id,
+                    claim.attempt)
+        return "stale"
+
+    def _renew(self, claim: claims.Claim, stop: threading.Event) -> None:
+        while not stop.wait(self.lease_seconds / 3):
+            try:
+                if not claims.renew_lease(self.engine, claim, self.lease_seconds):
+                    log.warning("job %s: lost the lease (attempt %s superseded)",
+                                claim.job_id, claim.attempt)
+                    return
+            except Exception:  # a database hiccup; the next renewal may succeed
+                log.exception("job %s: lease renewal failed", claim.job_id)
+
+    # -- polling mode ----------------------------------------------------------------------
+    def run_once(self, queues=("cpu",)) -> str | None:
+        claim = claims.claim_next(self.engine, self.name, queues, self.lease_seconds)
+        return self.process(claim) if claim else None
+
+    def run_polling(self, queues, stop: threading.Event) -> None:
+        idle = float(self.config["POLL_SECONDS"])
+        while not stop.is_set():
+            try:
+                outcome = self.run_once(queues)
+            except Exception:  # database unavailable: wait and retry, never exit
+                log.exception("worker %s: claim failed", self.name)
+                outcome = None
+            if outcome is None:
+                stop.wait(idle)
+
+    # -- broker mode -----------------------------------------------------------------------
+    def handle_message(self, job_id: int) -> str | None:
+        claim = claims.claim_job(self.engine, job_id, self.name, self.lease_seconds)
+        return self.process(claim) if claim else None  # None: done, held or given up
+
+    def run_dramatiq(self, queues, stop: threading.Event) -> None:
+        import dramatiq
+
+        from .broker import make_dispatcher, set_job_handler
+
+        dispatcher = make_dispatcher(self.config)
+        set_job_handler(self.handle_message)
+        worker = dramatiq.Worker(dispatcher.broker, queues=set(queues), worker_threads=1)
+        worker.start()
+        try:
+            stop.wait()
+        finally:
+            worker.stop()
+
+
+def main(argv=None) -> int:
+    from ..config import load_config
+
+    parser = argparse.ArgumentParser(description="One grading worker process.")
+    parser.add_argument("--queues", default="cpu", help="comma-separated: cpu, gpu")
+    parser.add_argument("--name", default=None, help="worker name recorded on jobs")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=os.environ.get("ATTN_GRADER_LOG_LEVEL", "INFO"),
+                        format="%(asctime)s %(name)s[%(process)d] %(levelname)s %(message)s")
+    config = load_config()
+    engine = get_engine(config["DATABASE_URL"])
+    check_migrated(engine)
+    worker = GradingWorker(engine, config, name=args.name)
+    queues = [q.strip() for q in args.queues.split(",") if q.strip()]
+
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())  # finish the current job, then exit
+    mode = "dramatiq" if config.get("BROKER_URL") else "database"
+    log.info("worker %s consuming %s (%s)", worker.name, ",".join(queues), mode)
+    if mode == "dramatiq":
+        worker.run_dramatiq(queues, stop)
+    else:
+        worker.run_polling(queues, stop)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,52 @@
+"""Flask extensions and the per-request database session.
+
+Views get the session with ``db_session()``; it is closed (and rolled back if uncommitted)
+at the end of the request. On SQLite a request that may write (POST, PUT, PATCH, DELETE)
+starts its transaction with ``BEGIN IMMEDIATE`` so concurrent writers wait for each other
+instead of failing with "database is locked".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import current_app, g, request
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
+from flask_login import LoginManager
+from flask_wtf.csrf import CSRFProtect
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from .db import writing
+
+limiter = Limiter(key_func=get_remote_address, default_limits=[])
+login_manager = LoginManager()
+csrf = CSRFProtect()
+
+_READ_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+@dataclass
+class ServiceState:
+    """What the app holds between requests, at ``app.extensions["attn_grader"]``."""
+    engine: Engine
+    dispatcher: object  # web.dispatch.broker.Dispatcher
+
+
+def state() -> ServiceState:
+    return current_app.extensions["attn_grader"]
+
+
+def db_session() -> Session:
+    if "db_session" not in g:
+        engine = state().engine
+        if request and request.method not in _READ_METHODS:
+            engine = writing(engine)
+        g.db_session = Session(bind=engine, expire_on_commit=False)
+    return g.db_session
+
+
+def close_db_session(_exc=None) -> None:
+    session = g.pop("db_session", None)
+    if session is not None:
+        session.close()

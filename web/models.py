@@ -1,0 +1,297 @@
+"""The service's tables (SQLAlchemy 2.x declarative models).
+
+Conventions: timestamps are naive UTC (``utcnow()``), so SQLite and PostgreSQL compare them
+alike; JSON columns hold what the grader and the question bank return. Every change here
+needs an Alembic revision: ``attn-grader db revision -m "what changed"``.
+
+Who grades what:
+- ``Submission`` is the code as submitted; it never changes after insert except for the
+  denormalised ``status``/``score`` columns that mirror its latest ``Result``.
+- ``GradingJob`` is the dispatch record (the truth about a job, whatever delivers it).
+- ``Result`` + ``CheckResult`` are one grading run; a regrade adds a new ``Result`` and
+  keeps the old one, each with its ``grader_version``.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, MetaData,
+                        String, Text, UniqueConstraint)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+ROLES = ("student", "instructor")
+ASSIGNMENT_KINDS = ("task", "quiz")
+LATE_POLICIES = ("reject", "accept", "penalty")  # penalty: score * (1 - late_penalty)
+FEEDBACK_LEVELS = ("full", "score", "after_deadline")  # what a student sees of the checks
+JOB_STATUSES = ("queued", "running", "done", "failed")
+QUEUES = ("cpu", "gpu")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    # Named constraints so that batch migrations on SQLite can alter them.
+    metadata = MetaData(naming_convention={
+        "ix": "ix_%(column_0_label)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    })
+
+
+class User(Base):
+    __tablename__ = "users"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(String(254), unique=True)  # stored lower-case
+    name: Mapped[str] = mapped_column(String(200), default="")
+    role: Mapped[str] = mapped_column(String(20), default="student")
+    password_hash: Mapped[str | None] = mapped_column(String(200))  # argon2id; None = no login
+    is_active: Mapped[bool] = mapped_column(Boolean, default=True)
+    locale: Mapped[str] = mapped_column(String(10), default="en")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    tokens: Mapped[list[ApiToken]] = relationship(back_populates="user")
+
+    @property
+    def is_instructor(self) -> bool:
+        return self.role == "instructor"
+
+    # Flask-Login protocol, so the pages can log a User in directly.
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+    @property
+    def is_anonymous(self) -> bool:
+        return False
+
+    def get_id(self) -> str:
+        return str(self.id)
+
+    def __repr__(self) -> str:
+        return f"<User {self.email} {self.role}>"
+
+
+class ApiToken(Base):
+    """An API token; only its SHA-256 is stored, the plaintext is shown once."""
+    __tablename__ = "api_tokens"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))  # first characters, to tell tokens apart
+    label: Mapped[str] = mapped_column(String(100), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    user: Mapped[User] = relationship(back_populates="tokens")
+
+
+class Course(Base):
+    __tablename__ = "courses"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    title: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    assignments: Mapped[list[Assignment]] = relationship(
+        back_populates="course", order_by="Assignment.position")
+    enrollments: Mapped[list[Enrollment]] = relationship(back_populates="course")
+
+
+class Enrollment(Base):
+    __tablename__ = "enrollments"
+    __table_args__ = (UniqueConstraint("course_id", "user_id", name="uq_enrollments_course_user"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    course_id: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    role: Mapped[str] = mapped_column(String(20), default="student")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    course: Mapped[Course] = relationship(back_populates="enrollments")
+    user: Mapped[User] = relationship()
+
+
+class Assignment(Base):
+    """A graded task (``task_id`` from ``grader.tasks.TASKS``) or a quiz (``question_ids``)."""
+    __tablename__ = "assignments"
+    __table_args__ = (UniqueConstraint("course_id", "slug", name="uq_assignments_course_slug"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    course_id: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"))
+    slug: Mapped[str] = mapped_column(String(64))
+    title: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(10), default="task")
+    task_id: Mapped[str | None] = mapped_column(String(64))
+    question_ids: Mapped[list | None] = mapped_column(JSON)
+    device: Mapped[str] = mapped_column(String(10), default="cpu")  # routes to the cpu/gpu queue
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    visible: Mapped[bool] = mapped_column(Boolean, default=True)
+    opens_at: Mapped[datetime | None] = mapped_column(DateTime)
+    deadline: Mapped[datetime | None] = mapped_column(DateTime)
+    late_policy: Mapped[str] = mapped_column(String(10), default="reject")
+    late_penalty: Mapped[float] = mapped_column(Float, default=0.0)  # fraction taken off
+    max_attempts: Mapped[int | None] = mapped_column(Integer)  # None = unlimited
+    rate_limit_count: Mapped[int | None] = mapped_column(Integer)  # submissions per window
+    rate_limit_seconds: Mapped[int | None] = mapped_column(Integer)
+    feedback: Mapped[str] = mapped_column(String(20), default="full")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    course: Mapped[Course] = relationship(back_populates="assignments")
+
+    @property
+    def queue(self) -> str:
+        return "gpu" if self.device.startswith("cuda") or self.device == "gpu" else "cpu"
+
+
+class Submission(Base):
+    __tablename__ = "submissions"
+    __table_args__ = (Index("ix_submissions_assignment_user", "assignment_id", "user_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    task_id: Mapped[str] = mapped_column(String(64))
+    code: Mapped[str] = mapped_column(Text)
+    code_sha256: Mapped[str] = mapped_column(String(64))
+    filename: Mapped[str] = mapped_column(String(200), default="submission.py")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
+    late: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Mirrors of the latest Result, so lists and score tables need no join.
+    status: Mapped[str] = mapped_column(String(10), default="queued")
+    score: Mapped[float | None] = mapped_column(Float)
+    max_score: Mapped[float | None] = mapped_column(Float)
+    grader_version: Mapped[str | None] = mapped_column(String(40))
+    error: Mapped[str | None] = mapped_column(Text)
+
+    assignment: Mapped[Assignment] = relationship()
+    user: Mapped[User] = relationship()
+    job: Mapped[GradingJob | None] = relationship(back_populates="submission", uselist=False)
+    results: Mapped[list[Result]] = relationship(back_populates="submission", order_by="Result.id")
+
+    @property
+    def result(self) -> Result | None:
+        """The current result: the newest run (a regrade supersedes the first grade)."""
+        return self.results[-1] if self.results else None
+
+
+class GradingJob(Base):
+    """Dispatch state of one submission; workers claim it with a conditional update."""
+    __tablename__ = "grading_jobs"
+    __table_args__ = (Index("ix_grading_jobs_claim", "status", "queue", "id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), unique=True)
+    queue: Mapped[str] = mapped_column(String(10), default="cpu")
+    status: Mapped[str] = mapped_column(String(10), default="queued")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)  # also the fencing token
+    max_attempts: Mapped[int] = mapped_column(Integer, default=3)
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime)
+    worker: Mapped[str | None] = mapped_column(String(200))
+    error: Mapped[str | None] = mapped_column(Text)
+    queued_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    notified_at: Mapped[datetime | None] = mapped_column(DateTime)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    submission: Mapped[Submission] = relationship(back_populates="job")
+
+
+class Result(Base):
+    """One grading run of a submission: the grader's report, kept whole."""
+    __tablename__ = "results"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    job_attempt: Mapped[int | None] = mapped_column(Integer)  # None for an admin regrade
+    kind: Mapped[str] = mapped_column(String(10), default="grade")  # grade | regrade
+    score: Mapped[float] = mapped_column(Float)
+    max_score: Mapped[float] = mapped_column(Float)
+    passed: Mapped[bool] = mapped_column(Boolean, default=False)
+    error: Mapped[str | None] = mapped_column(Text)
+    grader_version: Mapped[str] = mapped_column(String(40))
+    sandbox: Mapped[str | None] = mapped_column(String(40))
+    worker: Mapped[str | None] = mapped_column(String(200))
+    report: Mapped[dict] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    submission: Mapped[Submission] = relationship(back_populates="results")
+    checks: Mapped[list[CheckResult]] = relationship(
+        back_populates="result", order_by="CheckResult.position", cascade="all, delete-orphan")
+
+
+class CheckResult(Base):
+    __tablename__ = "check_results"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    result_id: Mapped[int] = mapped_column(ForeignKey("results.id", ondelete="CASCADE"), index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    check_id: Mapped[str] = mapped_column(String(100))
+    passed: Mapped[bool] = mapped_column(Boolean)
+    points: Mapped[float] = mapped_column(Float)
+    max_points: Mapped[float] = mapped_column(Float)
+    message: Mapped[str] = mapped_column(Text, default="")
+    details: Mapped[dict | None] = mapped_column(JSON)
+
+    result: Mapped[Result] = relationship(back_populates="checks")
+
+
+class QuizAttempt(Base):
+    """A student's attempt at a quiz assignment; its answers are graded one by one."""
+    __tablename__ = "quiz_attempts"
+    __table_args__ = (Index("ix_quiz_attempts_assignment_user", "assignment_id", "user_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    lang: Mapped[str] = mapped_column(String(10), default="en")
+    started_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    submitted_at: Mapped[datetime | None] = mapped_column(DateTime)
+    status: Mapped[str] = mapped_column(String(12), default="open")  # open | submitted
+    score: Mapped[float | None] = mapped_column(Float)
+    max_score: Mapped[float | None] = mapped_column(Float)
+    needs_manual: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    assignment: Mapped[Assignment] = relationship()
+    user: Mapped[User] = relationship()
+    answers: Mapped[list[QuizAnswer]] = relationship(
+        back_populates="attempt", order_by="QuizAnswer.position", cascade="all, delete-orphan")
+
+
+class QuizAnswer(Base):
+    __tablename__ = "quiz_answers"
+    __table_args__ = (UniqueConstraint("attempt_id", "question_id",
+                                       name="uq_quiz_answers_attempt_question"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    attempt_id: Mapped[int] = mapped_column(ForeignKey("quiz_attempts.id", ondelete="CASCADE"))
+    question_id: Mapped[str] = mapped_column(String(100))
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    seed: Mapped[int] = mapped_column(Integer)  # variant the student saw
+    answer: Mapped[object | None] = mapped_column(JSON)
+    correct: Mapped[bool | None] = mapped_column(Boolean)  # None = needs a manual grade
+    points: Mapped[float] = mapped_column(Float, default=0.0)
+    max_points: Mapped[float] = mapped_column(Float, default=0.0)
+    feedback: Mapped[str] = mapped_column(Text, default="")
+    details: Mapped[dict | None] = mapped_column(JSON)
+    answered_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    attempt: Mapped[QuizAttempt] = relationship(back_populates="answers")
+    manual_grades: Mapped[list[ManualGrade]] = relationship(
+        back_populates="quiz_answer", order_by="ManualGrade.id")
+
+
+class ManualGrade(Base):
+    """An instructor's grade that overrides the automatic one (quiz answer or submission)."""
+    __tablename__ = "manual_grades"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    grader_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    quiz_answer_id: Mapped[int | None] = mapped_column(
+        ForeignKey("quiz_answers.id", ondelete="CASCADE"), index=True)
+    submission_id: Mapped[int | None] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    points: Mapped[float] = mapped_column(Float)
+    max_points: Mapped[float | None] = mapped_column(Float)
+    comment: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    grader: Mapped[User] = relationship()
+    quiz_answer: Mapped[QuizAnswer | None] = relationship(back_populates="manual_grades")
+    submission: Mapped[Submission | None] = relationship()

@@ -1,0 +1,11 @@
+"""Plain functions the views, the API and the CLI call; each takes a SQLAlchemy session.
+
+- ``submissions``: ``submit``, visibility-aware ``submission_view``, listing.
+- ``grading``: ``record_result`` (store a grader report), ``load_grade_function``.
+- ``scores``: ``scores_table``, ``scores_csv``.
+- ``courses``: the default course and its assignments.
+- ``users``: ``add_user``, ``find_user``.
+- ``quizzes``: attempts, answers graded by the question bank, manual grades.
+- ``regrade``: preview and apply a regrade with the current grader.
+- ``demo``: ``seed_demo`` for ``make run``.
+"""

@@ -1,0 +1,91 @@
+"""The course and its assignments; one default course holds the chapter."""
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ..models import Assignment, Course, Enrollment, User
+
+DEFAULT_COURSE_SLUG = "attention"
+DEFAULT_COURSE_TITLE = "Attention chapter"
+# Used only when the grader's task registry cannot be imported (it always can in a full
+# install); keeps the course usable and its ids stable.
+FALLBACK_TASKS = (("sdpa", "Scaled dot-product attention"), ("mha", "Multi-head attention"))
+
+
+def chapter_tasks() -> list[tuple[str, str]]:
+    """(task id, title) for every task the grader knows, in its order."""
+    try:
+        from grader.tasks import TASKS
+    except ImportError:
+        return list(FALLBACK_TASKS)
+    return [(task_id, getattr(task, "title", task_id)) for task_id, task in TASKS.items()]
+
+
+def chapter_question_ids() -> list[str]:
+    """The ids of the question bank, for the chapter's quiz assignment."""
+    try:
+        from questions import load_bank
+    except ImportError:
+        return []
+    bank = load_bank()
+    items = bank.values() if isinstance(bank, dict) else bank
+    return [getattr(q, "id", None) or q["id"] for q in items]
+
+
+def default_course(session: Session) -> Course | None:
+    return session.scalar(select(Course).where(Course.slug == DEFAULT_COURSE_SLUG))
+
+
+def ensure_default_course(session: Session) -> Course:
+    """The default course with one assignment per grader task and one quiz (idempotent)."""
+    course = default_course(session)
+    if course is None:
+        course = Course(slug=DEFAULT_COURSE_SLUG, title=DEFAULT_COURSE_TITLE)
+        session.add(course)
+        session.flush()
+    existing = {a.slug for a in course.assignments}
+    position = len(existing)
+    for task_id, title in chapter_tasks():
+        if task_id not in existing:
+            session.add(Assignment(course=course, slug=task_id, title=title, kind="task",
+                                   task_id=task_id, position=position))
+            position += 1
+    if "quiz" not in existing:
+        session.add(Assignment(course=course, slug="quiz", title="Self-check quiz", kind="quiz",
+                               question_ids=chapter_question_ids(), position=position))
+    session.flush()
+    return course
+
+
+def enroll(session: Session, course: Course, user: User) -> Enrollment:
+    row = session.scalar(select(Enrollment).where(Enrollment.course_id == course.id,
+                                                  Enrollment.user_id == user.id))
+    if row is None:
+        row = Enrollment(course=course, user=user, role=user.role)
+        session.add(row)
+        session.flush()
+    return row
+
+
+def find_assignment(session: Session, ref: str, course: Course | None = None) -> Assignment | None:
+    """The assignment whose slug or task id is ``ref`` in ``course`` (default course)."""
+    course = course or default_course(session)
+    if course is None:
+        return None
+    for assignment in course.assignments:
+        if assignment.slug == ref:
+            return assignment
+    for assignment in course.assignments:
+        if assignment.task_id == ref:
+            return assignment
+    return None
+
+
+def task_assignments(session: Session, course: Course | None = None,
+                     include_hidden: bool = False) -> list[Assignment]:
+    course = course or default_course(session)
+    if course is None:
+        return []
+    return [a for a in course.assignments
+            if a.kind == "task" and (a.visible or include_hidden)]

@@ -1,0 +1,78 @@
+"""Storing grader reports, and finding the function that grades."""
+from __future__ import annotations
+
+import importlib
+import math
+
+from sqlalchemy.orm import Session
+
+from ..models import CheckResult, Result, Submission, utcnow
+
+
+def load_grade_function(spec: str = "grader.grading:grade_source"):
+    """Import ``module:function``; the worker calls it as ``f(code, task, sandbox=, device=)``."""
+    module, _, attr = spec.partition(":")
+    if not attr:
+        raise ValueError(f"grade function {spec!r}: expected 'module:function'")
+    return getattr(importlib.import_module(module), attr)
+
+
+def report_to_dict(report) -> dict:
+    """A ``GradeReport`` (or a dict) as strict JSON: NaN and infinities become strings."""
+    data = report.to_dict() if hasattr(report, "to_dict") else dict(report)
+    return _json_safe(data)
+
+
+def _json_safe(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # "nan", "inf": PostgreSQL's JSON rejects the bare tokens
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def error_text(error) -> str | None:
+    """The report's ``error`` (None, a string or {kind, message}) as one line for lists."""
+    if not error:
+        return None
+    if isinstance(error, dict):
+        kind, message = error.get("kind"), error.get("message") or ""
+        return f"{kind}: {message}" if kind else message or str(error)
+    return str(error)
+
+
+def effective_score(submission: Submission, score: float) -> float:
+    """The grader's score after the assignment's late penalty."""
+    assignment = submission.assignment
+    if submission.late and assignment.late_policy == "penalty":
+        return round(score * max(0.0, 1.0 - assignment.late_penalty), 6)
+    return score
+
+
+def record_result(session: Session, submission: Submission, report, *, kind: str = "grade",
+                  job_attempt: int | None = None, worker: str | None = None,
+                  now=None) -> Result:
+    """Add a Result with one CheckResult per check; the submission mirrors it as current."""
+    data = report_to_dict(report)
+    result = Result(
+        submission=submission, kind=kind, job_attempt=job_attempt, worker=worker,
+        score=float(data.get("score") or 0.0), max_score=float(data.get("max_score") or 0.0),
+        passed=bool(data.get("passed")), error=error_text(data.get("error")),
+        grader_version=str(data.get("grader_version") or "unknown"),
+        sandbox=str(data["sandbox"]) if data.get("sandbox") else None,
+        report=data, created_at=now or utcnow())
+    for position, check in enumerate(data.get("checks") or []):
+        result.checks.append(CheckResult(
+            position=position, check_id=str(check.get("id", position)),
+            passed=bool(check.get("passed")), points=float(check.get("points") or 0.0),
+            max_points=float(check.get("max_points") or 0.0),
+            message=str(check.get("message") or ""), details=check.get("details")))
+    session.add(result)
+    submission.status = "done"
+    submission.score = effective_score(submission, result.score)
+    submission.max_score = result.max_score
+    submission.grader_version = result.grader_version
+    submission.error = result.error
+    return result

@@ -1,0 +1,65 @@
+"""The instructor's score table: per student and assignment, best score and attempts."""
+from __future__ import annotations
+
+import csv
+import io
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from ..models import Course, Enrollment, QuizAttempt, Submission, User
+from .submissions import iso
+
+COLUMNS = ("email", "name", "assignment", "kind", "best_score", "max_score", "attempts",
+           "last_submitted_at")
+
+
+def scores_table(session: Session, course: Course) -> list[dict]:
+    """One row per enrolled student and assignment (also those not attempted yet)."""
+    students = session.scalars(
+        select(User).join(Enrollment, Enrollment.user_id == User.id)
+        .where(Enrollment.course_id == course.id, User.role == "student")
+        .order_by(User.email)).all()
+    assignments = list(course.assignments)
+    ids = [a.id for a in assignments]
+
+    code = {(r.user_id, r.assignment_id): r for r in session.execute(
+        select(Submission.user_id, Submission.assignment_id,
+               func.max(Submission.score).label("best"),
+               func.max(Submission.max_score).label("max_score"),
+               func.count(Submission.id).label("attempts"),
+               func.max(Submission.created_at).label("last"))
+        .where(Submission.assignment_id.in_(ids))
+        .group_by(Submission.user_id, Submission.assignment_id))}
+    quiz = {(r.user_id, r.assignment_id): r for r in session.execute(
+        select(QuizAttempt.user_id, QuizAttempt.assignment_id,
+               func.max(QuizAttempt.score).label("best"),
+               func.max(QuizAttempt.max_score).label("max_score"),
+               func.count(QuizAttempt.id).label("attempts"),
+               func.max(QuizAttempt.submitted_at).label("last"))
+        .where(QuizAttempt.assignment_id.in_(ids), QuizAttempt.status == "submitted")
+        .group_by(QuizAttempt.user_id, QuizAttempt.assignment_id))}
+
+    rows = []
+    for student in students:
+        for assignment in assignments:
+            source = quiz if assignment.kind == "quiz" else code
+            agg = source.get((student.id, assignment.id))
+            rows.append({
+                "user_id": student.id, "email": student.email, "name": student.name,
+                "assignment": assignment.slug, "kind": assignment.kind,
+                "best_score": agg.best if agg else None,
+                "max_score": agg.max_score if agg else None,
+                "attempts": agg.attempts if agg else 0,
+                "last_submitted_at": iso(agg.last) if agg else None,
+            })
+    return rows
+
+
+def scores_csv(rows: list[dict]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: "" if row.get(k) is None else row[k] for k in COLUMNS})
+    return out.getvalue()

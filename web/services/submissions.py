@@ -1,0 +1,187 @@
+"""Accepting submissions and showing them.
+
+``submit`` validates, commits the submission and its grading job in one transaction, and
+only then notifies the workers: if the notification is lost the job is still in the
+database and the reconciler re-sends it.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from ..models import Assignment, GradingJob, Submission, User, utcnow
+
+log = logging.getLogger(__name__)
+DEFAULT_MAX_BYTES = 64 * 1024
+
+
+class SubmissionRejected(Exception):
+    """A submission that is not accepted, with the HTTP status that says why."""
+
+    def __init__(self, message: str, status: int = 400, retry_after: int | None = None):
+        super().__init__(message)
+        self.message, self.status, self.retry_after = message, status, retry_after
+
+
+def decode_source(raw: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """The source as text; rejects empty, oversized and non-UTF-8 files with a message."""
+    data = raw.encode() if isinstance(raw, str) else raw
+    if len(data) > max_bytes:
+        raise SubmissionRejected(
+            f"the file is {len(data)} bytes; the limit is {max_bytes} bytes", 413)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SubmissionRejected(
+            f"the file is not UTF-8 text (byte {exc.start} is invalid); save it as UTF-8") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        raise SubmissionRejected("the file is empty")
+    if "\x00" in text:
+        raise SubmissionRejected("the file contains NUL bytes; it is not Python source")
+    return text
+
+
+def attempts_used(session: Session, user: User, assignment: Assignment) -> int:
+    return session.scalar(select(func.count(Submission.id)).where(
+        Submission.user_id == user.id, Submission.assignment_id == assignment.id)) or 0
+
+
+def _check_window(session: Session, user: User, assignment: Assignment, now: datetime) -> None:
+    """Enforce the assignment's ``rate_limit_count`` submissions per ``rate_limit_seconds``."""
+    count, seconds = assignment.rate_limit_count, assignment.rate_limit_seconds
+    if not count or not seconds:
+        return
+    since = now - timedelta(seconds=seconds)
+    recent = session.scalars(
+        select(Submission.created_at)
+        .where(Submission.user_id == user.id, Submission.assignment_id == assignment.id,
+               Submission.created_at > since)
+        .order_by(Submission.created_at.desc()).limit(count)).all()
+    if len(recent) >= count:
+        oldest = recent[-1]
+        wait = max(1, math.ceil((oldest + timedelta(seconds=seconds) - now).total_seconds()))
+        raise SubmissionRejected(
+            f"rate limited: at most {count} submissions per {seconds} s for "
+            f"{assignment.slug}; try again in {wait} s", 429, retry_after=wait)
+
+
+def submit(session: Session, user: User, assignment: Assignment, code: str | bytes, *,
+           filename: str = "submission.py", dispatcher=None, max_bytes: int = DEFAULT_MAX_BYTES,
+           max_attempts: int = 3, now: datetime | None = None) -> Submission:
+    """Accept ``code`` from ``user`` for ``assignment``: commit it with its job, then notify.
+
+    Raises ``SubmissionRejected`` (status 400/403/404/413/429) with a message for the user.
+    ``max_attempts`` is the job's infrastructure retry budget, not the student's attempts.
+    """
+    now = now or utcnow()
+    text = decode_source(code, max_bytes)
+    if assignment.kind != "task":
+        raise SubmissionRejected(f"{assignment.slug} is a quiz; answer it on the quiz page")
+    staff = user.is_instructor
+    if not staff and not assignment.visible:
+        raise SubmissionRejected(f"unknown task {assignment.slug!r}", 404)
+    if not staff and assignment.opens_at and now < assignment.opens_at:
+        raise SubmissionRejected(
+            f"{assignment.slug} opens at {iso(assignment.opens_at)}", 403)
+    late = bool(assignment.deadline and now > assignment.deadline)
+    if late and not staff and assignment.late_policy == "reject":
+        raise SubmissionRejected(
+            f"the deadline for {assignment.slug} passed at {iso(assignment.deadline)}", 403)
+    if not staff and assignment.max_attempts is not None:
+        used = attempts_used(session, user, assignment)
+        if used >= assignment.max_attempts:
+            raise SubmissionRejected(
+                f"no attempts left: {used} of {assignment.max_attempts} used for "
+                f"{assignment.slug}", 403)
+    if not staff:
+        _check_window(session, user, assignment, now)
+
+    submission = Submission(
+        assignment=assignment, user=user, task_id=assignment.task_id, code=text,
+        code_sha256=hashlib.sha256(text.encode()).hexdigest(), filename=filename[:200],
+        created_at=now, late=late, status="queued")
+    job = GradingJob(submission=submission, queue=assignment.queue, status="queued",
+                     max_attempts=max_attempts, queued_at=now, notified_at=now)
+    session.add_all([submission, job])
+    session.commit()  # the truth first ...
+    if dispatcher is not None:
+        try:
+            dispatcher.notify([(job.id, job.queue)])  # ... then the delivery
+        except Exception:  # the reconciler re-notifies queued jobs; never lose the submission
+            log.exception("could not notify workers of job %s; the reconciler will", job.id)
+    return submission
+
+
+def get_submission(session: Session, viewer: User, submission_id: int) -> Submission | None:
+    """The submission if ``viewer`` may see it (their own, or any for instructors)."""
+    submission = session.get(Submission, submission_id)
+    if submission is None or (submission.user_id != viewer.id and not viewer.is_instructor):
+        return None
+    return submission
+
+
+def list_submissions(session: Session, user: User, assignment: Assignment | None = None,
+                     limit: int = 50) -> list[Submission]:
+    query = select(Submission).where(Submission.user_id == user.id)
+    if assignment is not None:
+        query = query.where(Submission.assignment_id == assignment.id)
+    return list(session.scalars(query.order_by(Submission.id.desc()).limit(limit)))
+
+
+def feedback_visible(submission: Submission, viewer: User, now: datetime | None = None) -> bool:
+    """Whether ``viewer`` may see per-check feedback (else only the score)."""
+    assignment = submission.assignment
+    if viewer.is_instructor or assignment.feedback == "full":
+        return True
+    if assignment.feedback == "after_deadline":
+        return bool(assignment.deadline and (now or utcnow()) > assignment.deadline)
+    return False
+
+
+def iso(moment: datetime | None) -> str | None:
+    return moment.isoformat(timespec="seconds") + "Z" if moment else None
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> float | None:
+    return round((end - start).total_seconds(), 3) if start and end else None
+
+
+def submission_view(submission: Submission, viewer: User, now: datetime | None = None) -> dict:
+    """The JSON shape of a submission for ``viewer`` (the API's and the pages' source)."""
+    result, job = submission.result, submission.job
+    show_checks = feedback_visible(submission, viewer, now)
+    checks = []
+    if result is not None and show_checks:
+        checks = [{"id": c.check_id, "passed": c.passed, "points": c.points,
+                   "max_points": c.max_points, "message": c.message, "details": c.details}
+                  for c in result.checks]
+    error = submission.error
+    if job is not None and job.status == "failed":
+        error = error or job.error
+    return {
+        "id": submission.id, "task": submission.task_id,
+        "assignment": submission.assignment.slug, "status": submission.status,
+        "score": submission.score, "max_score": submission.max_score,
+        "passed": result.passed if result else None,
+        "checks": checks, "feedback": "full" if show_checks else "hidden",
+        "error": error, "late": submission.late,
+        "grader_version": submission.grader_version,
+        "submitted_at": iso(submission.created_at),
+        "timings": {
+            "queued_at": iso(job.queued_at if job else None),
+            "started_at": iso(job.started_at if job else None),
+            "finished_at": iso(job.finished_at if job else None),
+            "wait_seconds": _seconds(job.queued_at, job.started_at) if job else None,
+            "grading_seconds": _seconds(job.started_at, job.finished_at) if job else None,
+            "total_seconds": _seconds(job.queued_at, job.finished_at) if job else None,
+            "attempts": job.attempts if job else None,
+            "grader": (result.report.get("timings") if result and show_checks else None),
+        },
+    }
