@@ -19,6 +19,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 run: install
+	$(VENV)/bin/attn-grader db upgrade
 	$(VENV)/bin/attn-grader serve --host $(HOST) --port $(PORT)
 
 test: install

@@ -13,6 +13,12 @@ import click
 # name -> ("module:attribute" of a click command or group, one-line help for the listing)
 COMMANDS = {
     "experiments": ("reference_impl.cli:experiments", "Measure the chapter's claims about scaling."),
+    "serve": ("web.cli:serve", "Start the web server and grading workers (http://127.0.0.1:5000)."),
+    "worker": ("web.cli:worker", "Run grading workers on this host (cpu and/or gpu queues)."),
+    "db": ("web.cli:db", "Database migrations: upgrade, current, downgrade, revision."),
+    "users": ("web.cli:users", "Manage accounts and API tokens."),
+    "regrade": ("web.cli:regrade", "Regrade an assignment; shows score changes before applying."),
+    "reconcile": ("web.cli:reconcile", "Re-notify lost grading jobs; fail those past max attempts."),
 }
 
 
