@@ -6,6 +6,7 @@ enough (several sampling standard deviations) that any seed passes, see
 """
 import json
 import math
+import sys
 
 import pytest
 import torch
@@ -187,3 +188,40 @@ def test_cuda_gives_the_cpu_numbers():
     for a, b in zip(cpu, cuda):
         assert b.mean_entropy == pytest.approx(a.mean_entropy, rel=1e-9)
         assert b.share_max_over_0_9 == a.share_max_over_0_9
+
+
+# --- benchmarks/gpu_check.py: its checks run on the CPU here (CUDA steps say they are skipped) ---
+
+def _gpu_check_module():
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks", "gpu_check.py")
+    spec = importlib.util.spec_from_file_location("gpu_check_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it is executed
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_check_passes_on_this_machine_and_writes_json(tmp_path, capsys):
+    gc = _gpu_check_module()
+    steps = "environment,accuracy,fully-masked,experiments"
+    assert gc.main(["--quick", "--steps", steps, "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert report["passed"] and report["counts"]["fail"] == 0
+    accuracy = [c for c in report["checks"] if c["step"] == "accuracy"]
+    assert len(accuracy) == 6 * 3 * 4  # cases x dtypes x (out, dq, dk, dv)
+    assert {c["data"]["dtype"] for c in accuracy} == {"fp32", "fp16", "bf16"}
+    if not torch.cuda.is_available():
+        assert "CUDA absent" in capsys.readouterr().out
+
+
+def test_gpu_check_fails_on_a_wrong_reference(tmp_path, monkeypatch):
+    gc = _gpu_check_module()
+    right = gc.scaled_dot_product_attention
+    monkeypatch.setattr(gc, "scaled_dot_product_attention",
+                        lambda q, k, v, **kw: right(q, k, v, scale=1.0, **kw))  # 1/√d_k dropped
+    assert gc.main(["--quick", "--steps", "accuracy", "--out", str(tmp_path)]) == 1
+    report = json.loads((tmp_path / "gpu_check.json").read_text())
+    failed = {c["name"] for c in report["checks"] if c["status"] == "fail"}
+    assert "no mask out" in failed and "causal dq" in failed
