@@ -56,6 +56,19 @@ def _print_tables(report) -> None:
     console.print(grad)
 
 
+MAX_DIM = 4096
+
+
+def _parse_dims(ctx, param, value: str) -> tuple[int, ...]:
+    try:
+        dims = tuple(int(part) for part in value.split(","))
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers like 16,64,256, got {value!r}")
+    if any(not 1 <= d <= MAX_DIM for d in dims):
+        raise click.BadParameter(f"each d_k must be between 1 and {MAX_DIM}, got {value!r}")
+    return dims
+
+
 @click.command("experiments")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
               help="Where to run; the samples are drawn on the CPU either way, so a seed gives "
@@ -63,14 +76,17 @@ def _print_tables(report) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random samples.")
 @click.option("--seq-len", type=click.IntRange(2, 4096), default=128, show_default=True,
               help="Number of keys S each query attends over (experiments 2 and 3).")
+@click.option("--dims", default="16,64,256,1024", show_default=True, callback=_parse_dims,
+              help="Comma-separated d_k values for experiments 2 and 3.")
 @click.option("--json", "as_json", is_flag=True, help="Print the measurements as JSON.")
-def experiments(device: str, seed: int, seq_len: int, as_json: bool) -> None:
+def experiments(device: str, seed: int, seq_len: int, dims: tuple[int, ...],
+                as_json: bool) -> None:
     """Measure the chapter's claims: Var(q·k) = d_k, softmax saturation and vanishing
     gradients without the 1/√d_k scale, on random N(0, 1) queries and keys (float64)."""
     from .experiments import run_all
 
     try:
-        report = run_all(seed=seed, device=device, seq_len=seq_len)
+        report = run_all(seed=seed, device=device, seq_len=seq_len, dims=dims)
     except RuntimeError as exc:  # e.g. CUDA asked for on a machine without it
         raise click.ClickException(str(exc)) from exc
     if as_json:

@@ -163,10 +163,21 @@ def test_cli_prints_tables_and_respects_seq_len():
     assert "1/√d_k" in result.output and "|∂L/∂q|" in result.output
 
 
+def test_cli_dims_choose_the_softmax_experiments():
+    result = CliRunner().invoke(main, ["experiments", "--json", "--dims", "32,8", "--seq-len", "4"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert [r["d_k"] for r in data["saturation"]] == [32, 32, 32, 8, 8, 8]
+    assert {r["d_k"] for r in data["gradients"]} == {8, 32}
+    assert len(data["variance"]) == 7
+
+
 @pytest.mark.parametrize("args, message", [
     (["--seq-len", "1"], "1 is not in the range"),
     (["--device", "tpu"], "'tpu' is not one of"),
     (["--seed", "x"], "'x' is not a valid integer"),
+    (["--dims", "16,x"], "comma-separated integers"),
+    (["--dims", "0,16"], "between 1 and 4096"),
 ])
 def test_cli_rejects_bad_options(args, message):
     result = CliRunner().invoke(main, ["experiments", *args])
