@@ -1,0 +1,132 @@
+"""What every check shares: its result, its failures, and the context it calls the submission through.
+
+A check is a function ``fn(ctx) -> Outcome | str | None``: returning normally means it
+passed (a string or Outcome carries the message), raising :class:`Fail` means the
+submission is wrong in the way the message says, and :class:`StudentFailure` is
+raised for it when the student's code itself crashed, hung or raised.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from .inputs import InputFactory
+
+
+class Fail(Exception):
+    """The submission failed the check; ``message`` is for the student."""
+
+    def __init__(self, message: str, details: dict | None = None):
+        super().__init__(message)
+        self.message, self.details = message, details or {}
+
+
+class StudentFailure(Exception):
+    """The student's function raised, crashed or timed out."""
+
+    def __init__(self, error, during: str = ""):
+        super().__init__(error.message)
+        self.error, self.during = error, during
+
+    def describe(self) -> str:
+        e = self.error
+        if e.kind == "exception":
+            where = f" ({self.during})" if self.during else ""
+            msg = f"your function raised {e.exc_type or 'an exception'}{where}: {e.message}"
+            frames = [ln for ln in e.traceback.splitlines() if ln.strip().startswith("File ")]
+            if frames:
+                msg += f"; last line of yours: {frames[-1].strip()}"
+            return msg
+        if e.kind == "timeout":
+            return f"your function did not finish in time{' (' + self.during + ')' if self.during else ''}: " \
+                   f"an endless loop, or far slower than it needs to be ({e.message})"
+        if e.kind == "memory":
+            return f"your function ran out of memory ({e.message})"
+        return f"your function's process failed: {e.message}"
+
+
+@dataclass
+class Outcome:
+    passed: bool
+    message: str
+    details: dict = field(default_factory=dict)
+
+
+@dataclass
+class Check:
+    id: str
+    fn: Callable
+    weight: int = 1
+    needs: tuple = ()         # ids that must have passed, else this check is skipped as failed
+
+    @property
+    def family(self) -> str:
+        return self.id.split(".")[0]
+
+
+class Context:
+    """The submission as the checks see it: a callable with fresh inputs and a trace."""
+
+    def __init__(self, session, task, seed: int, device: str, check_seconds: float):
+        self.session, self.task, self.device = session, task, device
+        self.inputs = InputFactory(seed)
+        self.ops: set[str] = set()          # every torch function / aten op seen while tracing
+        self.mutated: dict[str, str] = {}   # input name -> check id that saw it modified
+        self.passed: set[str] = set()
+        self.current = ""
+        self.check_seconds = check_seconds
+        self.deadline = float("inf")
+        self.calls = 0
+
+    def start(self, check_id: str) -> None:
+        self.current = check_id
+        self.deadline = time.monotonic() + self.check_seconds
+
+    def call(self, *args, grad_output=None, wrt=(), during: str = "", **kwargs):
+        """Run the student function; raises StudentFailure if it raised, crashed or timed out."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise Fail(f"this check ran out of its time budget ({self.check_seconds:.0f} s): "
+                       f"your function is too slow on these small inputs")
+        limit = min(left, self.session.limits.call_seconds)
+        result = self.session.call(*args, grad_output=grad_output, wrt=wrt, trace=True,
+                                   timeout=limit, **kwargs)
+        self.calls += 1
+        self.ops.update(result.ops)
+        for name in result.mutated:
+            self.mutated.setdefault(name, self.current)
+        if not result.ok:
+            raise StudentFailure(result.error, during)
+        return result
+
+    def tensor_out(self, result, shape: tuple, what: str = "") -> torch.Tensor:
+        """The call's output, or a Fail naming what came back instead of a tensor of ``shape``."""
+        if result.output is None:
+            kind = result.output_type or "nothing"
+            hint = " (did you forget a return statement?)" if kind == "builtins.NoneType" else ""
+            raise Fail(f"your function returned {kind} instead of a torch.Tensor{hint}",
+                       {"output_type": kind})
+        out = result.output
+        if tuple(out.shape) != tuple(shape):
+            raise Fail(f"your output has shape {tuple(out.shape)} but {tuple(shape)} was expected"
+                       f"{' for ' + what if what else ''}", {"output_shape": list(out.shape),
+                                                              "expected_shape": list(shape)})
+        if not out.is_floating_point():
+            raise Fail(f"your output has dtype {out.dtype}, expected a floating-point tensor")
+        return out
+
+
+def shape_str(*tensors) -> str:
+    return ", ".join("x".join(map(str, t.shape)) if t is not None else "None" for t in tensors)
+
+
+def heatmap(weights: torch.Tensor) -> list:
+    """A small (≤ 16 × 16) weight matrix as nested lists rounded to 4 decimals for the web page."""
+    w = weights.detach().double()
+    while w.dim() > 2:
+        w = w[0]
+    w = w[:16, :16]
+    return [[round(float(x), 4) if x == x else None for x in row] for row in w]

@@ -1,0 +1,147 @@
+"""Calling a submission on one case and judging its output against the reference.
+
+``run_sdpa`` / ``run_mha`` are what most checks use: call the student in the child,
+compute the float64 and same-dtype references here in the parent, compare with the
+tolerance rule, and on a miss work out the likely cause (a known buggy variant,
+half-precision rounding, randomness such as dropout) before failing.
+"""
+from __future__ import annotations
+
+import torch
+
+from reference_impl import attention_weights, multi_head_attention, scaled_dot_product_attention
+from .base import Fail, heatmap, shape_str
+from .tolerance import allowance, compare, relative_error
+from .variants import explain, identify, mha_variants, sdpa_variants
+
+
+def _mask_kind(attn_mask, is_causal) -> str:
+    if is_causal:
+        return "is_causal=True"
+    if attn_mask is None:
+        return "no mask"
+    kind = "boolean" if attn_mask.dtype == torch.bool else "float (additive)"
+    return f"{kind} mask of shape {tuple(attn_mask.shape)}"
+
+
+def _up(t):
+    return None if t is None else (t.double() if t.is_floating_point() else t)
+
+
+def _half(t):
+    return None if t is None or t.dtype == torch.bool else t.half()
+
+
+def sdpa_kwargs(attn_mask, is_causal, scale) -> dict:
+    """Only non-default keywords are passed, so an extra parameter like dropout_p is harmless."""
+    kwargs = {}
+    if attn_mask is not None:
+        kwargs["attn_mask"] = attn_mask
+    if is_causal:
+        kwargs["is_causal"] = True
+    if scale is not None:
+        kwargs["scale"] = scale
+    return kwargs
+
+
+def sdpa_out_shape(q, k, v) -> tuple:
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    return tuple(batch) + (q.size(-2), v.size(-1))
+
+
+def run_sdpa(ctx, q, k, v, attn_mask=None, is_causal=False, scale=None, *, what: str,
+             heat: bool = False):
+    """Call, compare, diagnose. Returns (output, float64 reference, comparison)."""
+    result = ctx.call(q, k, v, during=what, **sdpa_kwargs(attn_mask, is_causal, scale))
+    out = ctx.tensor_out(result, sdpa_out_shape(q, k, v), what)
+    ref64 = scaled_dot_product_attention(_up(q), _up(k), _up(v), _up(attn_mask), is_causal=is_causal,
+                                         scale=scale)
+    same = scaled_dot_product_attention(q, k, v, attn_mask, is_causal=is_causal, scale=scale)
+    cmp = compare(out, ref64, allowance(ref64, same, q.dtype))
+    if cmp.ok:
+        return out, ref64, cmp
+    details = {"case": what, "shapes": f"query {shape_str(q)}, key {shape_str(k)}, value {shape_str(v)}",
+               "dtype": str(q.dtype).replace("torch.", ""), "mask": _mask_kind(attn_mask, is_causal),
+               **cmp.details()}
+    if scale is not None:
+        details["scale_argument"] = scale
+    cause = diagnose(ctx, out, ref64, sdpa_variants(q, k, v, attn_mask, is_causal, scale), cmp,
+                     lambda: ctx.call(q, k, v, during=what, **sdpa_kwargs(attn_mask, is_causal, scale)),
+                     lambda: scaled_dot_product_attention(q.half(), k.half(), v.half(), _half(attn_mask),
+                                                          is_causal=is_causal, scale=scale),
+                     details)
+    if heat and q.size(-2) <= 16 and k.size(-2) <= 16:
+        details.update(weights_maps(ctx, q, k, attn_mask, is_causal, scale))
+    raise Fail(f"{what}: {cmp.describe()}." + (f" Likely cause: {cause}." if cause else ""), details)
+
+
+def diagnose(ctx, out, ref64, variants, cmp, recall, half_ref, details) -> str:
+    """A student-facing sentence for why ``out`` missed ``ref64`` (may be empty)."""
+    ref_error = relative_error(out, ref64)
+    name = identify(out, variants, ref_error)
+    if name:
+        details["diagnosis"] = name
+        return explain(name)
+    try:  # same inputs twice: a different answer means randomness (dropout left on, say)
+        again = recall().output
+        if again is not None and again.shape == out.shape and not torch.equal(again, out):
+            details["diagnosis"] = "nondeterministic"
+            return ("your function returns different results for the same inputs: is dropout "
+                    "(or some other randomness) still switched on?")
+    except Exception:  # the cause stays unnamed; the failure itself is already reported
+        pass
+    if out.dtype == torch.float32 and cmp.nonfinite == 0:
+        try:
+            half = half_ref()
+            half_err = relative_error(half, ref64) if half is not None else 0.0
+        except RuntimeError:  # float16 kernels missing on this CPU
+            half_err = 0.0
+        if half_err and ref_error < 10 * half_err:
+            details["diagnosis"] = "low_precision"
+            return ("your error is the size of float16/bfloat16 rounding: part of your computation "
+                    "runs in half precision; compute in the input's dtype")
+    if cmp.nonfinite:
+        return "NaN or inf in your output: look for exp() of large numbers, 0/0, or log(0)"
+    return ""
+
+
+def weights_maps(ctx, q, k, attn_mask, is_causal, scale) -> dict:
+    """Read the submission's weights out with identity values (one extra call) for the heatmap."""
+    S = k.size(-2)
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    eye = torch.eye(S, dtype=q.dtype).expand(*batch, S, S).contiguous()
+    ref = attention_weights(_up(q), _up(k), _up(attn_mask), is_causal, scale)
+    maps = {"weights_reference": heatmap(ref)}
+    try:
+        res = ctx.call(q, k, eye, during="reading out the weights", **sdpa_kwargs(attn_mask, is_causal, scale))
+        if res.output is not None and res.output.shape == ref.shape:
+            maps["weights_submission"] = heatmap(res.output)
+    except Exception:  # the heatmap is an extra; the check's verdict does not depend on it
+        pass
+    return maps
+
+
+def run_mha(ctx, x_q, x_kv, ws, num_heads, attn_mask=None, is_causal=False, *, what: str,
+            wrt=(), grad_output=None):
+    kwargs = {}
+    if attn_mask is not None:
+        kwargs["attn_mask"] = attn_mask
+    if is_causal:
+        kwargs["is_causal"] = True
+    result = ctx.call(x_q, x_kv, *ws, num_heads, during=what, wrt=wrt, grad_output=grad_output, **kwargs)
+    out = ctx.tensor_out(result, tuple(x_q.shape), what)
+    ref64 = multi_head_attention(_up(x_q), _up(x_kv), *map(_up, ws), num_heads, _up(attn_mask), is_causal)
+    same = multi_head_attention(x_q, x_kv, *ws, num_heads, attn_mask, is_causal)
+    cmp = compare(out, ref64, allowance(ref64, same, x_q.dtype))
+    if cmp.ok:
+        return out, ref64, cmp, result
+    details = {"case": what, "shapes": f"x_q {shape_str(x_q)}, x_kv {shape_str(x_kv)}, "
+                                       f"d_model {x_q.size(-1)}, num_heads {num_heads}",
+               "dtype": str(x_q.dtype).replace("torch.", ""), "mask": _mask_kind(attn_mask, is_causal),
+               **cmp.details()}
+    cause = diagnose(ctx, out, ref64, mha_variants(x_q, x_kv, ws, num_heads, attn_mask, is_causal), cmp,
+                     lambda: ctx.call(x_q, x_kv, *ws, num_heads, during=what, **kwargs),
+                     lambda: multi_head_attention(x_q.half(), x_kv.half(), *(w.half() for w in ws),
+                                                  num_heads, _half(attn_mask), is_causal),
+                     details)
+    raise Fail(f"{what}: {cmp.describe()}." + (f" Likely cause: {cause}." if cause else ""), details)

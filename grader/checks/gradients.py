@@ -1,0 +1,146 @@
+"""``grad``: gradients against the reference's, and a gradcheck whose verdict the parent computes.
+
+The child only ever runs the student's forward and backward; the numerical Jacobian
+comes from the child's forward outputs under perturbations chosen here, stacked along
+a leading batch dimension in one call when batch independence has passed.
+"""
+from __future__ import annotations
+
+import torch
+
+from reference_impl import multi_head_attention, scaled_dot_product_attention
+from .base import Fail, shape_str
+from .tolerance import GRAD_FLOOR_FACTOR, GRAD_MULTIPLIER, allowance, compare
+
+SDPA_NAMES = ("query", "key", "value")
+MHA_NAMES = ("x_q", "x_kv", "w_q", "w_k", "w_v", "w_o")
+
+
+def _ref_grads(fn, inputs, grad_output):
+    leaves = [t.detach().clone().requires_grad_(True) for t in inputs]
+    out = fn(*leaves)
+    return list(torch.autograd.grad(out, leaves, grad_output))
+
+
+def compare_grads(result, names, ref64, same, dtype, what):
+    if result.grads is None:
+        err = result.grad_error
+        if isinstance(err, dict):
+            raise Fail(f"{what}: backward through your function raised {err.get('type')}: {err.get('message')}",
+                       {"traceback": err.get("traceback", "")})
+        raise Fail(f"{what}: no gradients flow: your output is not connected to the inputs' autograd graph "
+                   f"(.detach(), .data, .numpy(), .item() or torch.tensor(...) on an intermediate breaks it)")
+    worst = 0.0
+    for name, g, r64, rs in zip(names, result.grads, ref64, same):
+        if g is None:
+            raise Fail(f"{what}: {name} gets no gradient: the path from {name} to the output is cut "
+                       f"(.detach(), .data, numpy, or an in-place copy)")
+        cmp = compare(g, r64, allowance(r64, rs, dtype, GRAD_MULTIPLIER, GRAD_FLOOR_FACTOR))
+        if not cmp.ok:
+            raise Fail(f"{what}: the gradient with respect to {name} is wrong: {cmp.describe()}",
+                       {"input": name, **cmp.details()})
+        worst = max(worst, cmp.max_error)
+    return worst
+
+
+def sdpa_reference(ctx):
+    worst = 0.0
+    r = ctx.inputs.randn
+    cases = [(torch.float32, None, False, "float32, no mask"), (torch.float64, "bool", False, "float64, boolean mask"),
+             (torch.float64, None, True, "float64, is_causal=True")]
+    for dtype, mask_kind, causal, label in cases:
+        B, H = ctx.inputs.distinct(2, 2, 4)
+        L, S, E, Ev = ctx.inputs.distinct(4, 5, 12)
+        if causal:
+            S = L
+        q, k, v = r(B, H, L, E, dtype=dtype), r(B, H, S, E, dtype=dtype), r(B, H, S, Ev, dtype=dtype)
+        mask = ctx.inputs.bool_mask(L, S) if mask_kind else None
+        g = r(B, H, L, Ev, dtype=dtype)
+        kwargs = {"attn_mask": mask} if mask is not None else {}
+        if causal:
+            kwargs["is_causal"] = True
+        what = f"gradients ({label}; {shape_str(q, k, v)})"
+        result = ctx.call(q, k, v, wrt=(0, 1, 2), grad_output=g, during=what, **kwargs)
+        ctx.tensor_out(result, (B, H, L, Ev), what)
+        fn = lambda a, b, c: scaled_dot_product_attention(a, b, c, mask, is_causal=causal)
+        ref64 = _ref_grads(fn, [q.double(), k.double(), v.double()], g.double())
+        same = _ref_grads(fn, [q, k, v], g)
+        worst = max(worst, compare_grads(result, SDPA_NAMES, ref64, same, dtype, what))
+    return f"gradients for query, key and value match the reference (max error {worst:.2g})"
+
+
+def gradcheck(ctx, call_forward, call_backward, inputs, names, stacked: bool, what: str):
+    """Central differences from child forwards vs. the child's analytic VJPs, judged here."""
+    eps = 1e-6
+    sizes = [t.numel() for t in inputs]
+    n = sum(sizes)
+    plus, minus = [], []
+    for i, t in enumerate(inputs):
+        for j in range(t.numel()):
+            for sign, bucket in ((1, plus), (-1, minus)):
+                moved = [x.clone() for x in inputs]
+                moved[i].view(-1)[j] += sign * eps
+                bucket.append(moved)
+    if stacked:
+        cols = [torch.stack([m[i] for m in plus + minus]) for i in range(len(inputs))]
+        out = call_forward(cols)
+        outs_plus, outs_minus = out[:n], out[n:]
+    else:
+        outs_plus = torch.stack([call_forward(m) for m in plus])
+        outs_minus = torch.stack([call_forward(m) for m in minus])
+    jac = ((outs_plus - outs_minus) / (2 * eps)).reshape(n, -1)   # (inputs, outputs)
+    for trial in range(2):
+        g = ctx.inputs.randn(*outs_plus.shape[1:], dtype=torch.float64)
+        grads = call_backward(g)
+        numeric = jac @ g.reshape(-1)
+        analytic = torch.cat([gr.reshape(-1).double() for gr in grads])
+        diff = (analytic - numeric).abs()
+        bad = diff > 1e-5 + 1e-3 * numeric.abs()
+        if bad.any() or not torch.isfinite(analytic).all():
+            idx = int(bad.nonzero()[0]) if bad.any() else 0
+            which = next(i for i, c in enumerate(torch.tensor(sizes).cumsum(0).tolist()) if idx < c)
+            raise Fail(f"{what}: gradcheck fails for {names[which]}: your backward gives {float(analytic[idx]):.6g}"
+                       f" where finite differences of your own forward give {float(numeric[idx]):.6g}",
+                       {"input": names[which], "analytic": float(analytic[idx]), "numerical": float(numeric[idx])})
+
+
+def sdpa_gradcheck(ctx):
+    r = ctx.inputs.randn
+    q, k, v = r(1, 3, 4, dtype=torch.float64), r(1, 5, 4, dtype=torch.float64), r(1, 5, 2, dtype=torch.float64)
+    stacked = "batch.independent" in ctx.passed
+    what = "gradcheck in float64 on " + shape_str(q, k, v)
+
+    def forward(args):
+        res = ctx.call(*args, during=what)
+        return ctx.tensor_out(res, tuple(args[0].shape[:-2]) + (3, 2), what).double()
+
+    def backward(g):
+        res = ctx.call(q, k, v, wrt=(0, 1, 2), grad_output=g, during=what)
+        ctx.tensor_out(res, (1, 3, 2), what)
+        return _grads_or_fail(res, SDPA_NAMES, what)
+
+    gradcheck(ctx, forward, backward, [q, k, v], SDPA_NAMES, stacked, what)
+    return "torch.autograd.gradcheck-style comparison passes in float64 (" + \
+        ("perturbations stacked in one call)" if stacked else "one call per perturbation)")
+
+
+def _grads_or_fail(res, names, what):
+    if res.grads is None or any(g is None for g in res.grads):
+        missing = names if res.grads is None else [n for n, g in zip(names, res.grads) if g is None]
+        raise Fail(f"{what}: no gradient reaches {', '.join(missing)}: your output is not connected to the "
+                   f"autograd graph (.detach(), .data, numpy or torch.tensor(...) in the path)")
+    return res.grads
+
+
+def mha_reference(ctx):
+    from .masks import mha_dims, mha_inputs
+    B, H, dk, L, S = mha_dims(ctx)
+    x_q, x_kv, ws = mha_inputs(ctx, B, L, S, H * dk, dtype=torch.float64)
+    g = ctx.inputs.randn(B, L, H * dk, dtype=torch.float64)
+    what = f"gradients (float64, B={B}, L={L}, S={S}, d_model={H * dk}, {H} heads)"
+    result = ctx.call(x_q, x_kv, *ws, H, wrt=tuple(range(6)), grad_output=g, during=what)
+    ctx.tensor_out(result, (B, L, H * dk), what)
+    fn = lambda *t: multi_head_attention(*t, H)
+    ref = _ref_grads(fn, [x_q, x_kv, *ws], g)
+    worst = compare_grads(result, MHA_NAMES, ref, ref, torch.float64, what)
+    return f"gradients for the inputs and all four weight matrices match the reference (max error {worst:.2g})"

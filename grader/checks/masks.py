@@ -1,0 +1,140 @@
+"""``mask`` and ``causal`` for sdpa and mha."""
+from __future__ import annotations
+
+import torch
+
+from reference_impl import attention_weights
+from .base import Fail, heatmap
+from .calls import run_mha, run_sdpa
+
+
+def _small(ctx, dtype=torch.float32, L=None, S=None):
+    B, H = ctx.inputs.distinct(2, 2, 4)
+    L2, S2, E, Ev = ctx.inputs.distinct(4, 5, 14)
+    L, S = L or L2, S or S2
+    r = ctx.inputs.randn
+    return (B, H, L, S), r(B, H, L, E, dtype=dtype), r(B, H, S, E, dtype=dtype), r(B, H, S, Ev, dtype=dtype)
+
+
+def bool_broadcast(ctx):
+    (B, H, L, S), q, k, v = _small(ctx)
+    run_sdpa(ctx, q, k, v, ctx.inputs.bool_mask(L, S), what=f"boolean mask ({L}, {S}) broadcast over "
+             f"batch and heads", heat=True)
+    return "a boolean (L, S) mask broadcast over batch and heads hides exactly the False keys"
+
+
+def bool_per_batch(ctx):
+    (B, H, L, S), q, k, v = _small(ctx)
+    run_sdpa(ctx, q, k, v, ctx.inputs.bool_mask(B, 1, L, S), what=f"boolean mask ({B}, 1, {L}, {S}) that "
+             f"differs per batch element", heat=True)
+    return "a boolean mask that differs per batch element is applied per element"
+
+
+def float_additive(ctx):
+    (B, H, L, S), q, k, v = _small(ctx)
+    run_sdpa(ctx, q, k, v, ctx.inputs.float_mask(L, S), what=f"float (additive) mask ({L}, {S}) with -inf "
+             f"entries", heat=True)
+    run_sdpa(ctx, q, k, v, ctx.inputs.float_mask(B, 1, 1, S), what=f"float padding mask ({B}, 1, 1, {S})",
+             heat=True)
+    return "float masks are added to the scaled scores, broadcast as given"
+
+
+def zero_weight(ctx):
+    """Masked keys get exactly zero weight (read out with identity values)."""
+    L, S = ctx.inputs.distinct(2, 5, 14)
+    q = ctx.inputs.randn(2, L, 16, dtype=torch.float64) * 3
+    k = ctx.inputs.randn(2, S, 16, dtype=torch.float64) * 3
+    mask = ctx.inputs.bool_mask(2, L, S)
+    eye = torch.eye(S, dtype=torch.float64).expand(2, S, S).contiguous()
+    w = ctx.tensor_out(ctx.call(q, k, eye, attn_mask=mask, during="masked weights read-out"), (2, L, S))
+    leaked = float(w.double().masked_fill(mask, 0).abs().max())
+    details = {"weights_submission": heatmap(w), "weights_reference": heatmap(attention_weights(q, k, mask)),
+               "max_masked_weight": leaked}
+    if not leaked == 0.0:
+        raise Fail(f"masked keys still get weight (up to {leaked:.3g}); a masked key must get exactly 0: "
+                   f"fill masked scores with -inf (or torch.finfo(dtype).min) before the softmax", details)
+    return "masked keys get exactly zero weight"
+
+
+def causal_square(ctx):
+    L = ctx.inputs.randint(6, 14)
+    (B, H, L, S), q, k, v = _small(ctx, L=L, S=L)
+    run_sdpa(ctx, q, k, v, is_causal=True, what=f"is_causal=True with L = S = {L}", heat=True)
+    return "is_causal=True hides exactly the future keys"
+
+
+def causal_rectangular(ctx):
+    small, large = sorted(ctx.inputs.distinct(2, 5, 14))
+    for L, S in ((small, large), (large, small)):
+        _, q, k, v = _small(ctx, L=L, S=S)
+        run_sdpa(ctx, q, k, v, is_causal=True, what=f"is_causal=True with L={L}, S={S} (top-left aligned)",
+                 heat=True)
+    return "is_causal=True is top-left aligned (ones(L, S).tril()) when L != S"
+
+
+def causal_future(ctx):
+    """Changing keys/values at positions >= p must not change outputs of queries < p."""
+    L = ctx.inputs.randint(8, 14)
+    p = ctx.inputs.randint(2, L - 2)
+    q = ctx.inputs.randn(2, L, 8, dtype=torch.float64)
+    k = ctx.inputs.randn(2, L, 8, dtype=torch.float64)
+    v = ctx.inputs.randn(2, L, 6, dtype=torch.float64)
+    k2, v2 = k.clone(), v.clone()
+    k2[:, p:] = ctx.inputs.randn(2, L - p, 8, dtype=torch.float64)
+    v2[:, p:] = ctx.inputs.randn(2, L - p, 6, dtype=torch.float64)
+    a = ctx.tensor_out(ctx.call(q, k, v, is_causal=True, during="causal future probe"), (2, L, 6))
+    b = ctx.tensor_out(ctx.call(q, k2, v2, is_causal=True, during="causal future probe"), (2, L, 6))
+    change = (a[:, :p] - b[:, :p]).double().abs()
+    worst = float(torch.nan_to_num(change, nan=float("inf")).max())
+    if not worst <= 1e-10:
+        row = int(torch.nan_to_num(change, nan=float("inf")).amax(dim=(0, 2)).argmax())
+        raise Fail(f"changing keys and values at positions {p}..{L - 1} changed the output of query {row} "
+                   f"by {worst:.3g}: with is_causal=True query i may only see keys 0..i", {"changed_from": p,
+                                                                                           "max_change": worst})
+    return "changing future keys and values leaves earlier outputs unchanged"
+
+
+# ---- mha ------------------------------------------------------------------------------
+def mha_dims(ctx):
+    B = ctx.inputs.randint(2, 3)
+    H = ctx.inputs.randint(2, 4)
+    dk = ctx.inputs.randint(3, 6)
+    L, S = ctx.inputs.distinct(2, 5, 12, avoid=(H, dk, H * dk, B))
+    return B, H, dk, L, S
+
+
+def mha_inputs(ctx, B, L, S, D, dtype=torch.float32, self_attention=False):
+    r = ctx.inputs.randn
+    x_q = r(B, L, D, dtype=dtype)
+    x_kv = x_q.clone() if self_attention else r(B, S, D, dtype=dtype)
+    ws = tuple(r(D, D, dtype=dtype, std=D ** -0.5) for _ in range(4))
+    return x_q, x_kv, ws
+
+
+def mha_bool(ctx):
+    B, H, dk, L, S = mha_dims(ctx)
+    x_q, x_kv, ws = mha_inputs(ctx, B, L, S, H * dk)
+    run_mha(ctx, x_q, x_kv, ws, H, ctx.inputs.bool_mask(L, S), what=f"boolean mask ({L}, {S})")
+    run_mha(ctx, x_q, x_kv, ws, H, ctx.inputs.bool_mask(B, 1, L, S), what=f"boolean mask ({B}, 1, {L}, {S})")
+    return "boolean masks (shared and per batch element) broadcast over the heads"
+
+
+def mha_float(ctx):
+    B, H, dk, L, S = mha_dims(ctx)
+    x_q, x_kv, ws = mha_inputs(ctx, B, L, S, H * dk)
+    run_mha(ctx, x_q, x_kv, ws, H, ctx.inputs.float_mask(L, S), what=f"float mask ({L}, {S})")
+    return "a float mask is added to every head's scaled scores"
+
+
+def mha_causal_square(ctx):
+    B, H, dk, L, _ = mha_dims(ctx)
+    x_q, x_kv, ws = mha_inputs(ctx, B, L, L, H * dk, self_attention=True)
+    run_mha(ctx, x_q, x_kv, ws, H, is_causal=True, what=f"causal self-attention, L = {L}")
+    return "is_causal=True hides the future in every head"
+
+
+def mha_causal_rectangular(ctx):
+    B, H, dk, L, S = mha_dims(ctx)
+    x_q, x_kv, ws = mha_inputs(ctx, B, L, S, H * dk)
+    run_mha(ctx, x_q, x_kv, ws, H, is_causal=True, what=f"causal cross-attention, L={L}, S={S} (top-left)")
+    return "is_causal=True is top-left aligned when L != S"

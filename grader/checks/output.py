@@ -1,0 +1,92 @@
+"""``output`` and ``dtype`` for sdpa: values against the float64 reference, and what comes back."""
+from __future__ import annotations
+
+import torch
+
+from reference_impl import scaled_dot_product_attention
+from .base import Fail
+from .calls import run_sdpa, sdpa_out_shape
+
+
+def dims(ctx):
+    """B, H in [2, 5]; L, S, E, Ev in [6, 16]: all six distinct."""
+    B, H = ctx.inputs.distinct(2, 2, 5)
+    L, S, E, Ev = ctx.inputs.distinct(4, 6, 16)
+    return B, H, L, S, E, Ev
+
+
+def _qkv(ctx, qb, kb, vb, L, S, E, Ev, dtype=torch.float32):
+    r = ctx.inputs.randn
+    return r(*qb, L, E, dtype=dtype), r(*kb, S, E, dtype=dtype), r(*vb, S, Ev, dtype=dtype)
+
+
+def shapes(ctx):
+    B, H, L, S, E, Ev = dims(ctx)
+    worst = 0.0
+    _, _, c = run_sdpa(ctx, *_qkv(ctx, (B, H), (B, H), (B, H), L, S, E, Ev),
+                       what=f"4-D inputs (B={B}, H={H}, L={L}, S={S}, E={E}, Ev={Ev})")
+    worst = max(worst, c.max_error)
+    N, L2, S2, E2, Ev2 = ctx.inputs.distinct(5, 2, 13)
+    _, _, c = run_sdpa(ctx, *_qkv(ctx, (N,), (N,), (N,), L2, S2, E2, Ev2),
+                       what=f"3-D inputs (N={N}, L={L2}, S={S2}, E={E2}, Ev={Ev2})")
+    worst = max(worst, c.max_error)
+    return f"matches the float64 reference on 3-D and 4-D inputs with L != S, E != Ev (max error {worst:.2g})"
+
+
+def broadcast(ctx):
+    B, H, L, S, E, Ev = dims(ctx)
+    _, _, c = run_sdpa(ctx, *_qkv(ctx, (B, H), (1, H), (B, 1), L, S, E, Ev),
+                       what=f"broadcast batch dims (query {B}x{H}, key 1x{H}, value {B}x1)")
+    return f"batch dimensions broadcast like torch.matmul (max error {c.max_error:.2g})"
+
+
+def fresh(ctx):
+    """The same shapes again with new values: a memoised answer shows up here."""
+    B, H, L, S, E, Ev = dims(ctx)
+    for i in range(3):
+        run_sdpa(ctx, *_qkv(ctx, (B, H), (B, H), (B, H), L, S, E, Ev),
+                 what=f"call {i + 1} of 3 with the same shapes and new values")
+    return "three calls with the same shapes and fresh values all match (no stale answers)"
+
+
+def float64(ctx):
+    B, H, L, S, E, Ev = dims(ctx)
+    _, _, c = run_sdpa(ctx, *_qkv(ctx, (B, H), (B, H), (B, H), L, S, E, Ev, dtype=torch.float64),
+                       what="float64 inputs")
+    return f"float64 inputs give float64-accurate results (max error {c.max_error:.2g})"
+
+
+# ---- dtype ----------------------------------------------------------------------------
+def check_returned(ctx, result, expected_shape, dtype, ref=None) -> str:
+    """Plain tensor, right shape, dtype and device, finite where ``ref`` is."""
+    out = ctx.tensor_out(result, expected_shape)
+    if result.output_type != "torch.Tensor":
+        raise Fail(f"your function returned a {result.output_type}, not a plain torch.Tensor "
+                   f"(return the tensor itself, e.g. without wrapping it in a Parameter or subclass)")
+    if out.dtype != dtype:
+        hint = (" (cast back with .to(query.dtype) if you compute in float64 inside)"
+                if out.dtype == torch.float64 else " (part of your computation changes the dtype)")
+        raise Fail(f"for {str(dtype).replace('torch.', '')} inputs your output is "
+                   f"{str(out.dtype).replace('torch.', '')}{hint}",
+                   {"output_dtype": str(out.dtype), "expected_dtype": str(dtype)})
+    want = torch.device(ctx.device)
+    got = torch.device(result.output_device or "cpu")
+    if got.type != want.type:
+        raise Fail(f"your output is on {got} but the inputs were on {want}: keep tensors on the "
+                   f"query's device (create new tensors with device=query.device)")
+    if ref is not None:
+        bad = torch.isfinite(ref) & ~torch.isfinite(out.double())
+        if bad.any():
+            raise Fail(f"{int(bad.sum())} output value(s) are NaN or infinite where the reference is "
+                       f"finite", {"first_bad_index": [int(i) for i in bad.nonzero()[0]]})
+    return f"a plain {str(dtype).replace('torch.', '')} tensor of shape {tuple(expected_shape)} on {want}"
+
+
+def dtype_case(dtype):
+    def check(ctx):
+        B, H, L, S, E, Ev = dims(ctx)
+        q, k, v = _qkv(ctx, (B, H), (B, H), (B, H), L, S, E, Ev, dtype=dtype)
+        result = ctx.call(q, k, v, during=f"{dtype} inputs")
+        ref = scaled_dot_product_attention(q.double(), k.double(), v.double())
+        return check_returned(ctx, result, sdpa_out_shape(q, k, v), dtype, ref)
+    return check

@@ -1,0 +1,40 @@
+"""``stability``: logits in the hundreds (float32) and thousands (float64) stay finite and correct."""
+from __future__ import annotations
+
+import torch
+
+from reference_impl import scaled_dot_product_attention
+from .base import Fail, shape_str
+from .tolerance import allowance, compare
+
+STABILITY_MULTIPLIER = 10.0  # rounding of huge logits depends on the order of operations
+
+
+def _case(ctx, dtype, std, what):
+    L, S, E, Ev = ctx.inputs.distinct(4, 6, 16)
+    r = ctx.inputs.randn
+    q, k, v = r(2, L, E, dtype=dtype, std=std), r(2, S, E, dtype=dtype, std=std), r(2, S, Ev, dtype=dtype)
+    out = ctx.tensor_out(ctx.call(q, k, v, during=what), (2, L, Ev), what)
+    ref64 = scaled_dot_product_attention(q.double(), k.double(), v.double())
+    same = scaled_dot_product_attention(q, k, v)
+    cmp = compare(out, ref64, allowance(ref64, same, dtype, multiplier=STABILITY_MULTIPLIER))
+    logits = (q.double() @ k.double().transpose(-2, -1)) / E ** 0.5
+    details = {"case": what, "shapes": shape_str(q, k, v), "max_abs_logit": round(float(logits.abs().max()), 1),
+               **cmp.details()}
+    if cmp.nonfinite:
+        raise Fail(f"{what}: your output has NaN or inf (logits reach {details['max_abs_logit']:.0f}): exp() "
+                   f"overflows; subtract each row's maximum before exp (softmax is unchanged by it) or use "
+                   f"torch.softmax", details)
+    if not cmp.ok:
+        raise Fail(f"{what}: {cmp.describe()}", details)
+    return float(logits.abs().max())
+
+
+def float32(ctx):
+    top = _case(ctx, torch.float32, 14.0, "float32 inputs with logits in the hundreds")
+    return f"finite and correct with float32 logits up to {top:.0f}"
+
+
+def float64(ctx):
+    top = _case(ctx, torch.float64, 45.0, "float64 inputs with logits in the thousands")
+    return f"finite and correct with float64 logits up to {top:.0f}"

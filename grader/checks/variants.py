@@ -1,0 +1,182 @@
+"""Known wrong attentions, computed in the trusted parent to name a student's bug.
+
+When a submission's output misses the reference, it is compared with each of these
+buggy variants on the same inputs; a match (to rounding) names the mistake in the
+words a student would use. Everything here is float64.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .tolerance import relative_error
+
+BUGS = {
+    "no_scale": "you do not scale the scores: divide Q·Kᵀ by √d_k before the softmax",
+    "scale_dk": "you divide the scores by d_k instead of √d_k",
+    "scale_sqrt_mult": "you multiply the scores by √d_k instead of dividing",
+    "scale_ignored": "you ignore the scale= argument and always use 1/√d_k",
+    "scale_twice": "you apply both the scale= argument and 1/√d_k; when scale is given use only it",
+    "scale_after_softmax": "you scale after the softmax: the 1/√d_k belongs inside, on the scores",
+    "softmax_queries": "your softmax normalises over the queries (dim=-2) instead of the keys (dim=-1)",
+    "mask_polarity": "your boolean mask has the wrong polarity: True means the key MAY be attended to "
+                     "(the opposite of nn.MultiheadAttention's key_padding_mask)",
+    "masked_fill_zero": "you fill masked scores with 0 instead of -inf, so masked keys still get weight",
+    "mask_multiply": "you multiply the scores by the mask, which sets masked scores to 0 rather than -inf",
+    "mask_after_softmax": "you apply the mask after the softmax without renormalising, so the weights no "
+                          "longer sum to 1",
+    "bool_mask_added": "you add the boolean mask to the scores as numbers instead of hiding the False keys",
+    "float_mask_ignored": "you ignore the float mask (or treat it as boolean): a float mask is ADDED to "
+                          "the scaled scores",
+    "float_mask_as_bool": "you treat the float mask as boolean (only its -inf entries count): its finite "
+                          "values must be added to the scores too",
+    "float_mask_scaled": "you add the float mask before scaling: it must be added AFTER multiplying by "
+                         "the scale",
+    "float_mask_subtracted": "you subtract the float mask: it must be added to the scores",
+    "causal_diagonal": "your causal mask is off by one: it hides the diagonal, but query i may see key i",
+    "causal_bottom_right": "your causal mask is aligned to the bottom-right; the contract is top-left "
+                           "(ones(L, S).tril()), which differs when L != S",
+    "causal_ignored": "is_causal=True has no effect in your function",
+    "causal_reversed": "your causal mask hides the past instead of the future (triu instead of tril)",
+    "split_no_transpose": "you split the heads with a view/reshape to (B, H, L, d_k) without a transpose: "
+                          "reshape to (B, L, H, d_k) and then transpose(1, 2)",
+    "merge_no_transpose": "you merge the heads with a view/reshape without transposing back: "
+                          "transpose(1, 2) to (B, L, H, d_k) before reshaping to (B, L, d_model)",
+    "split_merge_no_transpose": "you split and merge the heads with views that skip the transposes",
+    "scale_dmodel": "you scale by 1/√d_model instead of the per-head 1/√d_k",
+    "no_out_proj": "you leave out the output projection w_o",
+    "weights_not_transposed": "you apply the weights as x @ W instead of x @ Wᵀ (like nn.Linear)",
+}
+
+
+def attend(q, k, v, scale, *, keep=None, additive=None, softmax_dim=-1, fill=float("-inf"),
+           multiply_mask=False, after_softmax_mask=None, post_scale=1.0, additive_before_scale=False):
+    """A configurable, deliberately buggy-or-not attention (float64 in, float64 out)."""
+    scores = q @ k.transpose(-2, -1)
+    if additive is not None and additive_before_scale:
+        scores = scores + additive
+    scores = scores * scale
+    if additive is not None and not additive_before_scale:
+        scores = scores + additive
+    if keep is not None:
+        scores = scores * keep if multiply_mask else scores.masked_fill(~keep, fill)
+    weights = torch.softmax(scores, dim=softmax_dim) * post_scale
+    if after_softmax_mask is not None:
+        weights = weights * after_softmax_mask
+    return weights @ v
+
+
+def sdpa_variants(q, k, v, attn_mask=None, is_causal=False, scale=None) -> dict:
+    q, k, v = q.double(), k.double(), v.double()
+    d, L, S = q.size(-1), q.size(-2), k.size(-2)
+    s = 1 / math.sqrt(d) if scale is None else scale
+    keep, additive = None, None
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        keep = attn_mask
+    elif attn_mask is not None:
+        additive = attn_mask.double()
+    if is_causal:
+        keep = torch.ones(L, S, dtype=torch.bool).tril()
+    out = {"no_scale": attend(q, k, v, 1.0, keep=keep, additive=additive),
+           "scale_dk": attend(q, k, v, 1 / d, keep=keep, additive=additive),
+           "scale_sqrt_mult": attend(q, k, v, math.sqrt(d), keep=keep, additive=additive),
+           "softmax_queries": attend(q, k, v, s, keep=keep, additive=additive, softmax_dim=-2),
+           "scale_after_softmax": attend(q, k, v, 1.0, keep=keep, additive=additive, post_scale=s)}
+    if scale is not None:
+        out["scale_ignored"] = attend(q, k, v, 1 / math.sqrt(d), keep=keep, additive=additive)
+        out["scale_twice"] = attend(q, k, v, scale / math.sqrt(d), keep=keep, additive=additive)
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        m = attn_mask
+        out["mask_polarity"] = attend(q, k, v, s, keep=~m)
+        out["masked_fill_zero"] = attend(q, k, v, s, keep=m, fill=0.0)
+        out["mask_multiply"] = attend(q, k, v, s, keep=m, multiply_mask=True)
+        out["mask_after_softmax"] = attend(q, k, v, s, after_softmax_mask=m.double())
+        out["bool_mask_added"] = attend(q, k, v, s, additive=m.double())
+    elif attn_mask is not None:
+        f = attn_mask.double()
+        out["float_mask_ignored"] = attend(q, k, v, s)
+        out["float_mask_as_bool"] = attend(q, k, v, s, keep=f != float("-inf"))
+        out["float_mask_scaled"] = attend(q, k, v, s, additive=f, additive_before_scale=True)
+        out["float_mask_subtracted"] = attend(q, k, v, s, additive=torch.where(f.isinf(), f, -f))
+    if is_causal:
+        out["causal_diagonal"] = attend(q, k, v, s, keep=torch.ones(L, S, dtype=torch.bool).tril(-1))
+        out["causal_bottom_right"] = attend(q, k, v, s, keep=torch.ones(L, S, dtype=torch.bool).tril(S - L))
+        out["causal_ignored"] = attend(q, k, v, s)
+        out["causal_reversed"] = attend(q, k, v, s, keep=torch.ones(L, S, dtype=torch.bool).triu())
+    return out
+
+
+def mha_variant(x_q, x_kv, ws, num_heads, *, scale_rule="dk", split_ok=True, merge_ok=True,
+                out_proj=True, transpose_w=True, **attend_kw):
+    """Multi-head attention with one of the usual mistakes switched on."""
+    w_q, w_k, w_v, w_o = (w.double() for w in ws)
+    x_q, x_kv = x_q.double(), x_kv.double()
+    B, L, D = x_q.shape
+    S, H = x_kv.size(1), num_heads
+    dk = D // H
+    lin = (lambda x, w: x @ w.T) if transpose_w else (lambda x, w: x @ w)
+
+    def split(x, T):
+        return x.reshape(B, T, H, dk).transpose(1, 2) if split_ok else x.reshape(B, H, T, dk)
+
+    q, k, v = split(lin(x_q, w_q), L), split(lin(x_kv, w_k), S), split(lin(x_kv, w_v), S)
+    scale = {"dk": 1 / math.sqrt(dk), "dmodel": 1 / math.sqrt(D), "none": 1.0, "dk_lin": 1 / dk}[scale_rule]
+    heads = attend(q, k, v, scale, **attend_kw)
+    merged = heads.transpose(1, 2).reshape(B, L, D) if merge_ok else heads.reshape(B, L, D)
+    return lin(merged, w_o) if out_proj else merged
+
+
+def mha_variants(x_q, x_kv, ws, num_heads, attn_mask=None, is_causal=False) -> dict:
+    L, S = x_q.size(1), x_kv.size(1)
+    kw = {}
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        kw["keep"] = attn_mask
+    elif attn_mask is not None:
+        kw["additive"] = attn_mask.double()
+    if is_causal:
+        kw["keep"] = torch.ones(L, S, dtype=torch.bool).tril()
+    args = (x_q, x_kv, ws, num_heads)
+    out = {"no_scale": mha_variant(*args, scale_rule="none", **kw),
+           "scale_dk": mha_variant(*args, scale_rule="dk_lin", **kw),
+           "scale_dmodel": mha_variant(*args, scale_rule="dmodel", **kw),
+           "split_no_transpose": mha_variant(*args, split_ok=False, **kw),
+           "merge_no_transpose": mha_variant(*args, merge_ok=False, **kw),
+           "split_merge_no_transpose": mha_variant(*args, split_ok=False, merge_ok=False, **kw),
+           "no_out_proj": mha_variant(*args, out_proj=False, **kw),
+           "weights_not_transposed": mha_variant(*args, transpose_w=False, **kw),
+           "softmax_queries": mha_variant(*args, softmax_dim=-2, **kw)}
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        out["mask_polarity"] = mha_variant(*args, keep=~attn_mask)
+        out["masked_fill_zero"] = mha_variant(*args, keep=attn_mask, fill=0.0)
+    elif attn_mask is not None:
+        out["float_mask_ignored"] = mha_variant(*args)
+        out["float_mask_scaled"] = mha_variant(*args, additive=attn_mask.double(), additive_before_scale=True)
+    if is_causal:
+        tri = torch.ones(L, S, dtype=torch.bool)
+        out["causal_diagonal"] = mha_variant(*args, keep=tri.tril(-1))
+        out["causal_bottom_right"] = mha_variant(*args, keep=tri.tril(S - L))
+        out["causal_ignored"] = mha_variant(*args)
+    return out
+
+
+def identify(out: torch.Tensor, variants: dict, ref_error: float) -> str | None:
+    """The variant the output matches (NaN in a variant is a wildcard: a fully masked row)."""
+    best, best_err = None, float("inf")
+    for name, candidate in variants.items():
+        if candidate.shape != out.shape:
+            continue
+        wild = candidate.isnan()
+        if wild.all():
+            continue
+        err = relative_error(torch.where(wild, torch.zeros_like(candidate), out.double()),
+                             torch.where(wild, torch.zeros_like(candidate), candidate))
+        if err < best_err:
+            best, best_err = name, err
+    if best is not None and best_err < 2e-3 and best_err < ref_error / 10:
+        return best
+    return None
+
+
+def explain(name: str | None) -> str:
+    return BUGS.get(name, "") if name else ""

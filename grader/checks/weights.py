@@ -1,0 +1,58 @@
+"""``weights``: the attention weights are a probability distribution over the keys."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from reference_impl import attention_weights
+from .base import Fail, heatmap
+
+
+def distribution(ctx):
+    """Identity values turn the output into the weight matrix: rows must be non-negative and sum to 1."""
+    L, S = ctx.inputs.distinct(2, 6, 16)
+    E = 24
+    q = ctx.inputs.randn(1, 2, L, E, dtype=torch.float64)
+    k = ctx.inputs.randn(1, 2, S, E, dtype=torch.float64)
+    eye = torch.eye(S, dtype=torch.float64).expand(1, 2, S, S).contiguous()
+    result = ctx.call(q, k, eye, during="reading the weights out with identity values")
+    w = ctx.tensor_out(result, (1, 2, L, S), "identity values").double()
+    ref = attention_weights(q, k)
+    details = {"case": f"L={L}, S={S}, E={E}, values = identity",
+               "weights_submission": heatmap(w), "weights_reference": heatmap(ref)}
+    if not torch.isfinite(w).all():
+        raise Fail("your attention weights contain NaN or inf", details)
+    rows = w.sum(-1)
+    details["row_sums"] = [round(float(x), 4) for x in rows[0, 0, :16]]
+    if float(w.min()) < -1e-9:
+        raise Fail(f"some attention weights are negative (smallest {float(w.min()):.3g}): a softmax never "
+                   f"gives negative weights", details)
+    if float((rows - 1).abs().max()) > 1e-6:
+        cols = w.sum(-2)
+        if float((cols - 1).abs().max()) < 1e-6:
+            raise Fail("your weights sum to 1 down each column, not along each row: the softmax "
+                       "normalises over the queries (dim=-2) instead of the keys (dim=-1)", details)
+        mean = float(rows.mean())
+        if abs(mean - 1 / math.sqrt(E)) < 1e-6:
+            raise Fail(f"your weight rows sum to {mean:.4f} = 1/√d_k instead of 1: you scale after the "
+                       f"softmax; the 1/√d_k belongs on the scores", details)
+        raise Fail(f"your weight rows sum to between {float(rows.min()):.4f} and {float(rows.max()):.4f} "
+                   f"instead of 1: the weights are not a softmax over the keys", details)
+    return "every row of weights is non-negative and sums to 1 over the keys"
+
+
+def value_shift(ctx):
+    """Adding a constant vector to every value row adds it to every output row (weights sum to 1)."""
+    L, S, E, Ev = ctx.inputs.distinct(4, 5, 14)
+    q = ctx.inputs.randn(2, L, E, dtype=torch.float64)
+    k = ctx.inputs.randn(2, S, E, dtype=torch.float64)
+    v = ctx.inputs.randn(2, S, Ev, dtype=torch.float64)
+    c = ctx.inputs.randn(Ev, dtype=torch.float64) * 3
+    a = ctx.tensor_out(ctx.call(q, k, v, during="value-shift probe"), (2, L, Ev))
+    b = ctx.tensor_out(ctx.call(q, k, v + c, during="value-shift probe"), (2, L, Ev))
+    gap = float(((b - a) - c).abs().max())
+    if not gap <= 1e-9 * max(1.0, float(c.abs().max())):
+        raise Fail(f"adding a constant vector to every value row should add exactly that vector to every "
+                   f"output row (the weights sum to 1); yours is off by {gap:.3g}", {"max_error": gap})
+    return "shifting the values by a constant shifts the output by it"

@@ -1,0 +1,220 @@
+"""Grade one submission: load it in a sandboxed child, run the task's checks, score them.
+
+``grade_source`` is the one entry point (CLI, web service and tests all use it). The
+parent generates every input from a seeded generator (a secret per-run seed on the
+server, a public one for the local pre-check), computes the references and every
+verdict itself, and only asks the child to run the student's function.
+"""
+from __future__ import annotations
+
+import ast
+import secrets
+import time
+from dataclasses import dataclass, field
+
+from . import GRADER_VERSION
+from .checks.base import Context, Fail, StudentFailure
+from .sandbox import Session
+from .tasks import TASKS
+
+CHECK_SECONDS = 8.0   # per-check wall budget; one slow check fails alone
+
+
+@dataclass
+class CheckResult:
+    id: str
+    passed: bool
+    points: int
+    max_points: int
+    message: str
+    details: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "passed": self.passed, "points": self.points, "max_points": self.max_points,
+                "message": self.message, "details": self.details}
+
+
+@dataclass
+class GradeReport:
+    task: str
+    checks: list
+    error: str | None = None
+    sandbox: str = ""
+    warnings: list = field(default_factory=list)
+    seed_public: int | None = None
+    timings: dict = field(default_factory=dict)
+    student_stdout: str = ""
+    student_stderr: str = ""
+
+    @property
+    def score(self) -> int:
+        return sum(c.points for c in self.checks)
+
+    @property
+    def max_score(self) -> int:
+        return sum(c.max_points for c in self.checks)
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and all(c.passed for c in self.checks if c.max_points > 0)
+
+    def to_dict(self) -> dict:
+        return {"task": self.task, "score": self.score, "max_score": self.max_score, "passed": self.passed,
+                "checks": [c.to_dict() for c in self.checks], "error": self.error,
+                "grader_version": GRADER_VERSION, "sandbox": self.sandbox, "warnings": list(self.warnings),
+                "seed_public": self.seed_public, "timings": self.timings}
+
+
+def split_points(total: int, weights: list[int]) -> list[int]:
+    """Integers proportional to ``weights`` that sum to ``total`` (largest remainder)."""
+    if not weights:
+        return []
+    raw = [total * w / sum(weights) for w in weights]
+    pts = [int(r) for r in raw]
+    for i in sorted(range(len(raw)), key=lambda i: raw[i] - pts[i], reverse=True)[: total - sum(pts)]:
+        pts[i] += 1
+    return pts
+
+
+def _max_points(task) -> dict:
+    ids = [("load.source", 2), ("load.import", 2), ("load.signature", 1)] + [(c.id, c.weight) for c in task.checks]
+    out = {}
+    for family, total in task.points.items():
+        members = [(i, w) for i, w in ids if i.split(".")[0] == family]
+        for (i, _), p in zip(members, split_points(total, [w for _, w in members])):
+            out[i] = p
+    return out
+
+
+def _signature_problem(task, params) -> str | None:
+    if params is None:
+        return None
+    positional = [p for p in params if p["kind"] in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")]
+    var_pos = any(p["kind"] == "VAR_POSITIONAL" for p in params)
+    var_kw = any(p["kind"] == "VAR_KEYWORD" for p in params)
+    if len(positional) < task.positional and not var_pos:
+        return (f"your function takes {len(positional)} positional argument(s) but the task passes "
+                f"{task.positional}")
+    extra = positional[task.positional:] + [p for p in params if p["kind"] == "KEYWORD_ONLY"]
+    names = {p["name"] for p in extra if p["kind"] != "POSITIONAL_ONLY"}
+    missing = [k for k in task.keywords if k not in names and not var_kw]
+    if missing:
+        return f"your function has no parameter named {', '.join(missing)} (the task passes it by keyword)"
+    required = [p["name"] for p in extra if not p["has_default"] and p["name"] not in task.keywords]
+    if required:
+        return f"parameter(s) {', '.join(required)} need a default value: the grader never passes them"
+    return None
+
+
+def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "auto", device: str = "cpu",
+                 limits=None, progress=None) -> GradeReport:
+    """Grade ``source`` (the text of one .py file) for ``task`` ('sdpa' or 'mha')."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(sorted(TASKS))}")
+    t = TASKS[task]
+    started = time.monotonic()
+    report = GradeReport(task=task, checks=[], seed_public=seed)
+    max_points = _max_points(t)
+    secret = seed if seed is not None else secrets.randbits(62)
+    total = 3 + len(t.checks)
+
+    def add(check_id, passed, message, details=None):
+        report.checks.append(CheckResult(check_id, passed, max_points.get(check_id, 0) if passed else 0,
+                                         max_points.get(check_id, 0), message, details or {}))
+
+    def fail_load(check_id, message, details=None):
+        add(check_id, False, message, details)
+        report.error = message
+        done = {c.id for c in report.checks}
+        for cid in ["load.source", "load.import", "load.signature"] + [c.id for c in t.checks]:
+            if cid not in done:
+                add(cid, False, "skipped: the submission could not be loaded", {"skipped": True})
+        report.timings["total_s"] = round(time.monotonic() - started, 3)
+        return report
+
+    if progress:
+        progress("load.source", 0, total)
+    if isinstance(source, bytes):
+        try:
+            source = source.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return fail_load("load.source", f"the file is not valid UTF-8 text (byte {exc.start} cannot be "
+                                            f"decoded): save it as UTF-8")
+    try:
+        ast.parse(source)
+    except SyntaxError as exc:
+        return fail_load("load.source", f"Python cannot parse your file: {exc.msg} (line {exc.lineno})",
+                         {"line": exc.lineno, "offset": exc.offset, "text": (exc.text or "").rstrip()[:200]})
+    except ValueError as exc:  # e.g. null bytes
+        return fail_load("load.source", f"Python cannot parse your file: {exc}")
+    add("load.source", True, "valid UTF-8 Python")
+
+    with Session(source, t.function, level=sandbox, limits=limits, device=device) as session:
+        report.sandbox, report.warnings = session.level, list(session.warnings)
+        if progress:
+            progress("load.import", 1, total)
+        loaded = session.load()
+        report.timings["load_s"] = round(time.monotonic() - started, 3)
+        if not loaded.ok:
+            err = loaded.error
+            if err.kind == "missing":
+                msg = f"your file does not define {t.function}(): {err.message}"
+            elif err.kind == "timeout":
+                msg = f"importing your file took too long ({err.message}): move slow work out of module level"
+            else:
+                msg = f"importing your file failed: {err.exc_type + ': ' if err.exc_type else ''}{err.message}"
+            return _finish(report, session, fail_load("load.import", msg, {"traceback": err.traceback}))
+        add("load.import", True, f"the file imports and defines {t.function}()")
+        problem = _signature_problem(t, loaded.params)
+        if problem:
+            return _finish(report, session, fail_load("load.signature", problem, {"parameters": loaded.params}))
+        add("load.signature", True, "the signature accepts every argument the task passes")
+        _run_checks(report, session, t, secret, device, add, progress, total)
+        _finish(report, session, report)
+    report.timings["total_s"] = round(time.monotonic() - started, 3)
+    return report
+
+
+def _finish(report, session, result):
+    report.student_stdout, report.student_stderr = session.stdout[-4000:], session.stderr[-4000:]
+    return result
+
+
+def _run_checks(report, session, t, seed, device, add, progress, total):
+    ctx = Context(session, t, seed, device, CHECK_SECONDS)
+    checks_started = time.monotonic()
+    per_check = {}
+    for i, check in enumerate(t.checks):
+        if progress:
+            progress(check.id, 3 + i, total)
+        ctx.start(check.id)
+        began = time.monotonic()
+        passed, details = False, {}
+        if report.checks and check.id != "forbidden.runtime" and any(
+                c.id == "forbidden.static" and not c.passed for c in report.checks):
+            add(check.id, False, "skipped: built-in attention is not allowed, so nothing else is graded",
+                {"skipped": True})
+            continue
+        try:
+            result = check.fn(ctx)
+            message, details = (result if isinstance(result, tuple) else (result or "passed", {}))
+            passed = True
+        except Fail as f:
+            message, details = f.message, f.details
+        except StudentFailure as s:
+            message = s.describe()
+            details = {"error_kind": s.error.kind, "traceback": s.error.traceback[-3000:]}
+        except Exception as exc:  # a grader bug must not take the other checks down
+            message = f"the grader could not run this check ({type(exc).__name__}); please report it"
+            details = {"internal_error": f"{type(exc).__name__}: {exc}"[:500]}
+        per_check[check.id] = round(time.monotonic() - began, 3)
+        if passed:
+            ctx.passed.add(check.id)
+        add(check.id, passed, message, details)
+    if any(c.id.startswith("forbidden.") and not c.passed for c in report.checks):
+        for c in report.checks:
+            if not c.id.startswith(("forbidden.", "load.")) and c.points:
+                c.points = 0
+                c.message += " (not scored: built-in attention was used)"
+    report.timings.update({"checks_s": round(time.monotonic() - checks_started, 3), "calls": ctx.calls,
+                           "per_check_s": per_check})

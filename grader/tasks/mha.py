@@ -1,0 +1,32 @@
+"""Task ``mha``: multi-head attention from four projection matrices."""
+from ..checks import forbidden, gradients, heads, masks, properties, scale
+from ..checks.base import Check
+from . import Task
+
+import torch
+
+TASK = Task(
+    id="mha", title="Multi-head attention", function="multi_head_attention",
+    positional=7, keywords=("attn_mask", "is_causal"),
+    points={"load": 5, "forbidden": 5, "output": 20, "dtype": 5, "heads": 20, "scale": 15, "mask": 10,
+            "causal": 10, "batch": 3, "grad": 5, "inputs": 2},
+    checks=[
+        Check("forbidden.static", forbidden.static_check),
+        Check("output.self_attention", heads.self_attention),
+        Check("output.cross_attention", heads.cross_attention),
+        Check("output.float64", heads.float64),
+        Check("dtype.float32", heads.dtype_case(torch.float32)),
+        Check("dtype.float64", heads.dtype_case(torch.float64)),
+        Check("heads.single_head", heads.single_head),
+        Check("heads.split_merge", heads.split_merge, 3),
+        Check("scale.default", scale.mha_default),
+        Check("mask.bool", masks.mha_bool),
+        Check("mask.float", masks.mha_float),
+        Check("causal.square", masks.mha_causal_square),
+        Check("causal.rectangular", masks.mha_causal_rectangular),
+        Check("batch.independent", properties.mha_batch),
+        Check("grad.reference", gradients.mha_reference),
+        Check("inputs.unchanged", properties.inputs_unchanged),
+        Check("forbidden.runtime", forbidden.runtime_check),
+    ],
+)

@@ -1,0 +1,43 @@
+"""Task ``sdpa``: scaled_dot_product_attention with torch's calling convention (no dropout)."""
+from ..checks import forbidden, gradients, masks, output, properties, scale, stability, weights
+from ..checks.base import Check
+from . import Task
+
+import torch
+
+TASK = Task(
+    id="sdpa", title="Scaled dot-product attention", function="scaled_dot_product_attention",
+    positional=3, keywords=("attn_mask", "is_causal", "scale"),
+    points={"load": 5, "forbidden": 5, "output": 20, "dtype": 5, "scale": 15, "weights": 5, "mask": 15,
+            "causal": 10, "stability": 5, "batch": 3, "grad": 10, "inputs": 2,
+            "permutation": 0, "fully_masked": 0},
+    checks=[
+        Check("forbidden.static", forbidden.static_check),
+        Check("output.shapes", output.shapes, 2),
+        Check("output.broadcast", output.broadcast),
+        Check("output.fresh", output.fresh),
+        Check("output.float64", output.float64),
+        Check("dtype.float32", output.dtype_case(torch.float32)),
+        Check("dtype.float64", output.dtype_case(torch.float64)),
+        Check("scale.default", scale.sdpa_default, 2),
+        Check("scale.argument", scale.sdpa_argument),
+        Check("weights.distribution", weights.distribution, 3),
+        Check("weights.value_shift", weights.value_shift, 2),
+        Check("mask.bool_broadcast", masks.bool_broadcast),
+        Check("mask.bool_per_batch", masks.bool_per_batch),
+        Check("mask.float_additive", masks.float_additive),
+        Check("mask.zero_weight", masks.zero_weight),
+        Check("causal.square", masks.causal_square),
+        Check("causal.rectangular", masks.causal_rectangular),
+        Check("causal.future", masks.causal_future),
+        Check("stability.float32", stability.float32),
+        Check("stability.float64", stability.float64),
+        Check("batch.independent", properties.sdpa_batch),
+        Check("grad.reference", gradients.sdpa_reference),
+        Check("grad.gradcheck", gradients.sdpa_gradcheck),
+        Check("permutation.keys_queries", properties.permutation),
+        Check("fully_masked.zeros", properties.fully_masked),
+        Check("inputs.unchanged", properties.inputs_unchanged),
+        Check("forbidden.runtime", forbidden.runtime_check),
+    ],
+)
