@@ -13,6 +13,9 @@ import click
 # name -> ("module:attribute" of a click command or group, one-line help for the listing)
 COMMANDS = {
     "experiments": ("reference_impl.cli:experiments", "Measure the chapter's claims about scaling."),
+    "check": ("grader.commands:check", "Grade an attention file locally (same checks as the server)."),
+    "tasks": ("grader.commands:tasks", "Show what each task asks for (sdpa, mha)."),
+    "template": ("grader.commands:template", "Print a starter file for a task."),
     "serve": ("web.cli:serve", "Start the web server and grading workers (http://127.0.0.1:5000)."),
     "worker": ("web.cli:worker", "Run grading workers on this host (cpu and/or gpu queues)."),
     "db": ("web.cli:db", "Database migrations: upgrade, current, downgrade, revision."),
