@@ -1,0 +1,131 @@
+"""``attn-grader check``, ``tasks`` and ``template``: the students' local pre-check."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+PUBLIC_SEED = 20240607  # the local pre-check's inputs; the server draws a secret seed per run
+
+
+def _task_choice():
+    return click.Choice(["sdpa", "mha"])
+
+
+@click.command("check")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--task", type=_task_choice(), required=True, help="Which task the file solves.")
+@click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object (the grade report).")
+@click.option("--sandbox", type=click.Choice(["auto", "strict", "none"]), default="auto", show_default=True,
+              help="Isolation of your code: strict refuses to run without full isolation.")
+@click.option("--seed", type=int, default=None, help=f"Seed of the inputs (default: the public {PUBLIC_SEED}).")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
+def check(file, task, as_json, sandbox, seed, device):
+    """Grade FILE locally, with the same checks as the server (public seed)."""
+    from .sandbox import SandboxUnavailable
+
+    try:
+        with open(file, "rb") as f:
+            source = f.read()
+    except OSError as exc:
+        raise click.UsageError(f"cannot read {file}: {exc.strerror or exc}") from None
+    if device == "cuda":
+        import torch
+        if not torch.cuda.is_available():
+            raise click.UsageError("--device cuda was given but no CUDA device is available here")
+    seed = PUBLIC_SEED if seed is None else seed
+    from .grading import grade_source
+    try:
+        if as_json:
+            report = grade_source(source, task, seed=seed, sandbox=sandbox, device=device)
+        else:
+            report = _grade_with_progress(source, task, seed, sandbox, device, file)
+    except SandboxUnavailable as exc:
+        if as_json:
+            click.echo(json.dumps({"task": task, "score": 0, "max_score": 100, "passed": False, "checks": [],
+                                   "error": f"sandbox unavailable: {exc}"}))
+        else:
+            click.echo(f"Error: --sandbox strict cannot run here: {exc}", err=True)
+        sys.exit(2)
+    if as_json:
+        click.echo(json.dumps(report.to_dict()))
+    else:
+        _print_report(report, file, seed)
+    sys.exit(0 if report.passed else 1)
+
+
+def _grade_with_progress(source, task, seed, sandbox, device, file):
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    from .grading import grade_source
+
+    console = Console(stderr=True)
+    with Progress(TextColumn("[bold]checking[/] {task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  console=console, transient=True) as bar:
+        job = bar.add_task(file, total=None)
+
+        def progress(check_id, done, total):
+            bar.update(job, description=check_id, completed=done, total=total)
+
+        return grade_source(source, task, seed=seed, sandbox=sandbox, device=device, progress=progress)
+
+
+def _print_report(report, file, seed):
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"{file} — task {report.task}", show_lines=False, expand=True)
+    table.add_column("check", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    table.add_column("points", justify="right", no_wrap=True)
+    table.add_column("what was found", ratio=1)
+    for c in report.checks:
+        mark = "[green]pass[/]" if c.passed else ("[dim]skip[/]" if c.details.get("skipped") else "[red]FAIL[/]")
+        pts = f"{c.points}/{c.max_points}" if c.max_points else "-"
+        table.add_row(c.id, mark, pts, c.message)
+    console.print(table)
+    for c in report.checks:
+        tb = c.details.get("traceback")
+        if tb and not c.passed:
+            console.print(f"[bold]{c.id}[/]: your traceback\n{tb}", markup=False, highlight=False)
+            break
+    if report.student_stdout.strip():
+        console.print("[dim]your code printed:[/]")
+        console.print(report.student_stdout.strip()[-1500:], markup=False, highlight=False)
+    colour = "green" if report.passed else "red"
+    console.print(f"[bold {colour}]score {report.score}/{report.max_score}[/] "
+                  f"({'all scored checks passed' if report.passed else 'some checks failed'})")
+    if report.error:
+        console.print(f"[red]{report.error}[/]", markup=True)
+    for w in report.warnings:
+        console.print(f"[yellow]note:[/] {w}")
+    console.print(f"[dim]inputs from the public seed {seed}; the server grades with a fresh secret seed "
+                  f"(grader {__import__('grader').GRADER_VERSION}, sandbox {report.sandbox or 'n/a'})[/]")
+
+
+@click.command("tasks")
+@click.argument("task", required=False, type=_task_choice())
+def tasks(task):
+    """Show the specification of TASK (or list the tasks)."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    from .tasks import TASKS
+    console = Console()
+    if task is None:
+        for t in TASKS.values():
+            console.print(f"[bold]{t.id}[/]  {t.title}: define {t.function}()  "
+                          f"(attn-grader tasks {t.id} for the full spec)")
+        return
+    console.print(Markdown(TASKS[task].spec_markdown))
+
+
+@click.command("template")
+@click.argument("task", type=_task_choice())
+def template(task):
+    """Print a starter file for TASK (redirect it into your .py file)."""
+    from .tasks import TASKS
+    click.echo(TASKS[task].template, nl=False)
