@@ -1,0 +1,236 @@
+"""Grading a student's answer to one variant of a question.
+
+Answer formats (what ``grade_answer`` takes):
+
+* ``single``: one option id (the opaque id from :func:`render`, or the id in the file).
+* ``multiple``: a list of option ids. Partial credit: ``max(0, right/R - wrong/W)`` of the
+  points, where R and W count the correct and incorrect options (the Moodle convention);
+  ``correct`` is true only for exactly the right set.
+* ``numeric``: a number or a string: ``0.125``, ``0,125``, ``1/8``, ``1e-3``, ``1.5·10^-3``,
+  ``12.5%`` (= 0.125), with spaces and a Unicode minus tolerated. Expressions such as
+  ``sqrt(64)`` are not numbers and are refused.
+* ``ordering``: the item ids in the student's order. ``matching``: ``{left id: right id}``.
+  Both give partial credit by the share of items placed (or pairs matched) correctly.
+* ``code``: Python source, run in the sandbox and compared with a reference in this process.
+* ``free_text``: any text; stored for the instructor, ``correct`` is None and points 0
+  until :func:`score_rubric` records the instructor's verdict.
+
+A malformed answer (wrong type, unknown id, unreadable number) raises
+:class:`AnswerFormatError`, so the caller can ask again without counting an attempt.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from . import expr
+from .messages import msg
+from .model import Question
+from .schema import LANGS
+from .variants import format_number, params_for, substitute, token
+
+
+class AnswerFormatError(ValueError):
+    """The answer cannot be read (as opposed to being wrong)."""
+
+
+@dataclass
+class AnswerResult:
+    correct: bool | None          # None: waiting for an instructor
+    points: float
+    max_points: float
+    feedback: str
+    details: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"correct": self.correct, "points": self.points, "max_points": self.max_points,
+                "feedback": self.feedback, "details": self.details}
+
+
+_NUM = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
+
+
+def parse_number(answer) -> float:
+    """Read a student's number; see the module docstring for the accepted forms."""
+    if isinstance(answer, bool) or answer is None:
+        raise AnswerFormatError("expected a number")
+    if isinstance(answer, (int, float)):
+        if not math.isfinite(answer):
+            raise AnswerFormatError("the number must be finite")
+        return float(answer)
+    if not isinstance(answer, str):
+        raise AnswerFormatError(f"expected a number, got {type(answer).__name__}")
+    text = re.sub(r"[\s\u00a0\u2009\u202f]+", "", answer).replace("−", "-").replace("–", "-")
+    if not text or len(text) > 64:
+        raise AnswerFormatError("expected a number such as 0.125, 1/8 or 1e-3")
+    if "," in text:
+        if "." in text or text.count(",") > 1:
+            raise AnswerFormatError(f"cannot read {answer!r}: use one decimal separator")
+        text = text.replace(",", ".")  # a decimal comma, as written in Russian
+    percent = text.endswith("%")
+    text = text.rstrip("%") if percent else text
+    power = re.fullmatch(rf"({_NUM})[x×·*]10(?:\^|\*\*)?([+-]?\d+|[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)", text)
+    fraction = re.fullmatch(rf"({_NUM})/({_NUM})", text)
+    if power:
+        value = float(power.group(1)) * 10.0 ** int(power.group(2).translate(_SUPERSCRIPT))
+    elif fraction:
+        denominator = float(fraction.group(2))
+        if denominator == 0:
+            raise AnswerFormatError("division by zero")
+        value = float(Fraction(fraction.group(1)) / Fraction(fraction.group(2)))
+    elif re.fullmatch(_NUM, text):
+        value = float(text)
+    else:
+        raise AnswerFormatError(f"cannot read {answer!r} as a number (try 0.125, 1/8 or 1e-3)")
+    value = value / 100 if percent else value
+    if not math.isfinite(value):
+        raise AnswerFormatError("the number must be finite")
+    return value
+
+
+def within(value: float, target: float, tolerance: dict) -> bool:
+    err = abs(value - target)
+    limits = [tolerance["abs"]] if "abs" in tolerance else []
+    if "rel" in tolerance:
+        limits.append(tolerance["rel"] * abs(target))
+    return any(err <= lim + 1e-12 * max(1.0, abs(target)) for lim in limits)
+
+
+def numeric_answer(question: Question, env: dict) -> float:
+    return float(expr.evaluate(question.data["answer"], env))
+
+
+def _option_feedback(question: Question, oid: str, env: dict, lang: str) -> str:
+    opt = next(o for o in question.data["options"] if o["id"] == oid)
+    return substitute(opt["feedback"][lang], env, lang)
+
+
+def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
+                 sandbox: str = "auto", params: dict | None = None) -> AnswerResult:
+    """Grade ``answer`` for the variant ``seed`` of ``question``; feedback in ``lang``.
+
+    ``params`` overrides the variant's parameter values (used by validation).
+    """
+    if lang not in LANGS:
+        raise ValueError(f"unknown language {lang!r}; use one of {', '.join(LANGS)}")
+    env = params_for(question, seed) if params is None else params
+    kind, d, top = question.kind, question.data, question.points
+    explanation = substitute(d["explanation"][lang], env, lang) if d.get("explanation") else ""
+
+    def result(fraction: float, correct, feedback: str, **details) -> AnswerResult:
+        if explanation and correct is not None:
+            feedback = f"{feedback}\n\n{explanation}"
+        return AnswerResult(correct, round(top * fraction, 6), top, feedback, details)
+
+    if kind == "single":
+        ids = [o["id"] for o in d["options"]]
+        oid = _resolve_prefixed(question, seed, answer, "", ids)
+        ok = next(o for o in d["options"] if o["id"] == oid)["correct"]
+        head = msg("correct" if ok else "incorrect", lang)
+        return result(1.0 if ok else 0.0, ok, f"{head} {_option_feedback(question, oid, env, lang)}")
+    if kind == "multiple":
+        if not isinstance(answer, (list, tuple, set)):
+            raise AnswerFormatError("expected a list of option ids")
+        ids = [o["id"] for o in d["options"]]
+        chosen = {_resolve_prefixed(question, seed, a, "", ids) for a in answer}
+        right = {o["id"] for o in d["options"] if o["correct"]}
+        wrong = set(ids) - right
+        fraction = max(0.0, len(chosen & right) / len(right) - len(chosen & wrong) / len(wrong))
+        ok = chosen == right
+        lines = [msg("correct", lang) if ok else msg("incorrect", lang) if fraction == 0 else
+                 msg("partial", lang, got=len(chosen & right), total=len(right))]
+        lines += [_option_feedback(question, oid, env, lang) for oid in ids if oid in chosen]
+        if right - chosen:
+            lines.append(msg("missed", lang, n=len(right - chosen)))
+        return result(fraction, ok, "\n".join(lines))
+    if kind == "numeric":
+        value, target = parse_number(answer), numeric_answer(question, env)
+        tol = d.get("tolerance", {"rel": 1e-9})
+        if within(value, target, tol):
+            return result(1.0, True, msg("correct", lang), value=value)
+        for mistake in d.get("mistakes") or []:
+            if within(value, float(expr.evaluate(mistake["value"], env)), tol):
+                return result(0.0, False, f"{msg('incorrect', lang)} {substitute(mistake['feedback'][lang], env, lang)}",
+                              value=value)
+        return result(0.0, False, msg("numeric_off", lang, value=format_number(value, lang)), value=value)
+    if kind == "ordering":
+        ids = [i["id"] for i in d["items"]]
+        if not isinstance(answer, (list, tuple)) or len(answer) != len(ids):
+            raise AnswerFormatError(f"expected a list of all {len(ids)} item ids in order")
+        order = [_resolve_prefixed(question, seed, a, "", ids) for a in answer]
+        if len(set(order)) != len(order):
+            raise AnswerFormatError("each item must appear exactly once")
+        got = sum(a == b for a, b in zip(order, ids))
+        ok = got == len(ids)
+        return result(got / len(ids), ok, msg("correct", lang) if ok else msg("positions", lang, got=got, total=len(ids)))
+    if kind == "matching":
+        lefts = [p["id"] for p in d["pairs"]]
+        rights = lefts + [x["id"] for x in d.get("distractors") or []]
+        if not isinstance(answer, dict):
+            raise AnswerFormatError("expected a mapping {left id: right id}")
+        chosen = {}
+        for left, right in answer.items():
+            lid = _resolve_prefixed(question, seed, left, "l:", lefts)
+            chosen[lid] = _resolve_prefixed(question, seed, right, "r:", rights)
+        got = sum(chosen.get(lid) == lid for lid in lefts)
+        ok = got == len(lefts)
+        return result(got / len(lefts), ok, msg("correct", lang) if ok else msg("pairs", lang, got=got, total=len(lefts)))
+    if kind == "code":
+        from .codecheck import grade_code
+        if not isinstance(answer, str):
+            raise AnswerFormatError("expected Python source code as a string")
+        fraction, ok, feedback, details = grade_code(question, seed, answer, lang, sandbox=sandbox)
+        return result(fraction, ok, feedback, **details)
+    if kind == "free_text":
+        if not isinstance(answer, str) or not answer.strip():
+            raise AnswerFormatError("expected a non-empty text")
+        return AnswerResult(None, 0.0, top, msg("pending", lang),
+                            {"status": "pending", "rubric": [r["id"] for r in d["rubric"]]})
+    raise AnswerFormatError(f"cannot grade a {kind} question")
+
+
+def _resolve_prefixed(question: Question, seed: int, answer, prefix: str, ids: list[str]) -> str:
+    if not isinstance(answer, str):
+        raise AnswerFormatError(f"expected an id (string), got {type(answer).__name__}")
+    for oid in ids:
+        if answer in (oid, token(seed, question.id, prefix + oid)):
+            return oid
+    raise AnswerFormatError(f"{answer!r} is not one of this question's ids")
+
+
+def score_rubric(question: Question, awarded: list[str], lang: str = "en") -> AnswerResult:
+    """The instructor's verdict on a free-text answer: the rubric points they ticked."""
+    if question.kind != "free_text":
+        raise ValueError(f"{question.id} is not a free-text question")
+    points = {r["id"]: float(r["points"]) for r in question.data["rubric"]}
+    unknown = set(awarded) - set(points)
+    if unknown:
+        raise AnswerFormatError(f"unknown rubric point(s): {', '.join(sorted(unknown))}")
+    got = sum(points[r] for r in set(awarded))
+    return AnswerResult(got >= question.points - 1e-9, got, question.points,
+                        msg("rubric", lang, got=format_number(got, lang),
+                            total=format_number(question.points, lang)),
+                        {"status": "graded", "awarded": sorted(set(awarded))})
+
+
+def solution(question: Question, seed: int, lang: str = "en", *, params: dict | None = None) -> dict:
+    """The right answer of a variant, for instructors and exports (never for a live quiz)."""
+    env = params_for(question, seed) if params is None else params
+    d = question.data
+    if question.kind in ("single", "multiple"):
+        return {"options": [o["id"] for o in d["options"] if o["correct"]],
+                "tokens": [token(seed, question.id, o["id"]) for o in d["options"] if o["correct"]]}
+    if question.kind == "numeric":
+        return {"value": numeric_answer(question, env), "tolerance": d.get("tolerance", {"rel": 1e-9})}
+    if question.kind == "ordering":
+        return {"order": [i["id"] for i in d["items"]]}
+    if question.kind == "matching":
+        return {"pairs": {p["id"]: p["id"] for p in d["pairs"]}}
+    if question.kind == "code":
+        return {"model_solution": d["model_solution"]}
+    return {"model_answer": substitute(d["model_answer"][lang], env, lang),
+            "rubric": [{"id": r["id"], "points": r["points"], "text": substitute(r["text"][lang], env, lang)}
+                       for r in d["rubric"]]}

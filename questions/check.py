@@ -1,0 +1,131 @@
+"""Deep validation of the bank: every variant, every language, right and wrong answers.
+
+``validate_bank`` runs the structural checks of :mod:`questions.schema` (through the
+loader) and then, for each question and each of its variants:
+
+* renders it in every language and looks for unfilled placeholders and repeated options;
+* computes the answer and checks it is a finite number (numeric questions);
+* grades the right answer (must be accepted with full points) and wrong ones (must be
+  rejected): every wrong option, a value well outside the tolerance, each listed common
+  mistake, a reversed order, a shuffled matching;
+* for code questions (unless ``run_code=False``), runs the model solution and each listed
+  wrong solution in the sandbox: the first must pass and every other must fail.
+"""
+from __future__ import annotations
+
+import math
+
+from . import schema
+from .answers import AnswerFormatError, grade_answer, numeric_answer, within
+from .model import Bank, Question, load_bank
+from .variants import format_number, render
+
+SEED = 0  # the seed only orders options here; the parameter values come from each variant
+
+
+def check_question(question: Question, *, run_code: bool = True) -> list[str]:
+    problems: list[str] = []
+
+    def fail(field: str, message: str) -> None:
+        problems.append(f"{question.path}: {field}: {message}")
+
+    for env in question.variants():
+        where = f" (variant {', '.join(f'{k}={format_number(v)}' for k, v in env.items())})" if env else ""
+        try:
+            _check_variant(question, env, fail, where)
+        except (AnswerFormatError, ValueError, TypeError, ArithmeticError, KeyError) as exc:
+            fail("(variant)", f"cannot be graded{where}: {exc}")
+        if len(problems) > 20:
+            problems.append(f"{question.path}: (variants): stopped after 20 problems")
+            break
+    if question.kind == "code" and run_code and not problems:
+        _check_code(question, fail)
+    return problems
+
+
+def _check_variant(question: Question, env: dict, fail, where: str) -> None:
+    d = question.data
+    for lang in schema.LANGS:
+        view = render(question, SEED, lang, params=env)
+        texts = [view["prompt"]] + [o["text"] for o in view.get("options", []) + view.get("items", [])
+                                    + view.get("left", []) + view.get("right", [])]
+        for text in texts:
+            leftover = [n for n in schema.PLACEHOLDER_RE.findall(text) if n in env]
+            if leftover:
+                fail(f"prompt.{lang}", f"placeholder {{{leftover[0]}}} left unfilled{where}")
+        for key in ("options", "items", "left", "right"):
+            shown = [o["text"].strip() for o in view.get(key, [])]
+            if len(set(shown)) != len(shown):
+                dup = next(t for t in shown if shown.count(t) > 1)
+                fail(f"{key if key in d else 'pairs'}.{lang}", f"two entries read the same{where}: {dup!r}")
+
+    def grade(answer):
+        return grade_answer(question, SEED, answer, params=env)
+
+    def must_accept(answer, field: str) -> None:
+        r = grade(answer)
+        if r.correct is not True or abs(r.points - r.max_points) > 1e-9:
+            fail(field, f"the right answer {answer!r} is not accepted{where}")
+
+    def must_reject(answer, field: str) -> None:
+        r = grade(answer)
+        if r.correct is not False or r.points >= r.max_points:
+            fail(field, f"the wrong answer {answer!r} is accepted{where}")
+
+    kind = question.kind
+    if kind in ("single", "multiple"):
+        right = [o["id"] for o in d["options"] if o["correct"]]
+        must_accept(right[0] if kind == "single" else right, "options")
+        for o in d["options"]:
+            if not o["correct"]:
+                must_reject(o["id"] if kind == "single" else [o["id"]], f"options[{o['id']}]")
+        if kind == "multiple":
+            must_reject(right[:-1], "options") if len(right) > 1 else None
+            must_reject([o["id"] for o in d["options"]], "options")
+    elif kind == "numeric":
+        value = numeric_answer(question, env)
+        if not math.isfinite(value):
+            fail("answer", f"is not a finite number{where}")
+            return
+        tol = d.get("tolerance", {"rel": 1e-9})
+        must_accept(repr(value), "answer")
+        must_accept(format_number(value, "ru") if abs(value) >= 1e-4 else repr(value), "tolerance")
+        slack = max(tol.get("abs", 0), tol.get("rel", 0) * abs(value))
+        must_reject(repr(value + 10 * slack + 0.01 * max(1.0, abs(value))), "tolerance")
+        for i, mistake in enumerate(d.get("mistakes") or []):
+            from . import expr
+            wrong = float(expr.evaluate(mistake["value"], env))
+            if within(wrong, value, tol):
+                fail(f"mistakes[{i}].value", f"equals the right answer{where}")
+    elif kind == "ordering":
+        ids = [i["id"] for i in d["items"]]
+        must_accept(ids, "items")
+        must_reject(ids[::-1], "items")
+    elif kind == "matching":
+        ids = [p["id"] for p in d["pairs"]]
+        must_accept({i: i for i in ids}, "pairs")
+        must_reject({a: b for a, b in zip(ids, ids[1:] + ids[:1])}, "pairs")
+    elif kind == "free_text":
+        r = grade("A student's answer.")
+        if r.correct is not None or r.points != 0:
+            fail("rubric", "a free-text answer must wait for the instructor")
+
+
+def _check_code(question: Question, fail) -> None:
+    d = question.data
+    r = grade_answer(question, SEED, d["model_solution"])
+    if r.correct is not True:
+        fail("model_solution", f"is rejected: {r.feedback}")
+    for i, source in enumerate(d["wrong_solutions"]):
+        r = grade_answer(question, SEED, source)
+        if r.correct is not False:
+            fail(f"wrong_solutions[{i}]", "is accepted, so the cases do not tell it apart")
+
+
+def validate_bank(path=None, *, run_code: bool = True) -> tuple[Bank, list[str]]:
+    """Load and deeply check a bank; returns the bank and every problem found."""
+    bank = load_bank(path)
+    problems = list(bank.errors)
+    for question in bank:
+        problems.extend(check_question(question, run_code=run_code))
+    return bank, problems

@@ -1,0 +1,128 @@
+"""``attn-grader questions``: validate, list, show and export the question bank."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .schema import LANGS
+
+BANK_HELP = "question directory (default: the bundled bank)"
+
+
+@click.group()
+def questions() -> None:
+    """The self-check question bank: validate, list, show, export."""
+
+
+@questions.command()
+@click.argument("directory", required=False, type=click.Path(file_okay=False))
+@click.option("--no-code", is_flag=True, help="skip running code questions' solutions in the sandbox")
+def validate(directory: str | None, no_code: bool) -> None:
+    """Check every question file, variant and language; exit 1 on any problem."""
+    from .check import validate_bank
+    bank, problems = validate_bank(directory, run_code=not no_code)
+    for line in problems:
+        click.echo(line, err=True)
+    variants = sum(len(q.variants()) for q in bank)
+    if problems:
+        click.echo(f"{len(problems)} problem(s) in {bank.path}", err=True)
+        sys.exit(1)
+    kinds: dict[str, int] = {}
+    for q in bank:
+        kinds[q.kind] = kinds.get(q.kind, 0) + 1
+    click.echo(f"{len(bank)} questions, {variants} variants, languages {'/'.join(LANGS)}: all valid"
+               + ("" if not no_code else " (code solutions not run)"))
+    click.echo("  " + ", ".join(f"{k}: {n}" for k, n in sorted(kinds.items())))
+
+
+@questions.command("list")
+@click.option("--bank", "directory", type=click.Path(file_okay=False), help=BANK_HELP)
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per question")
+@click.option("--topic", help="only questions with this topic")
+@click.option("--kind", help="only questions of this kind")
+def list_(directory: str | None, as_json: bool, topic: str | None, kind: str | None) -> None:
+    """List the questions (id, kind, topics, difficulty, languages)."""
+    from .model import load_bank
+    bank = _load(directory)
+    rows = [q.summary() for q in bank if (not topic or topic in q.topics) and (not kind or q.kind == kind)]
+    if as_json:
+        click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    for r in rows:
+        click.echo(f"{r['id']:<34} {r['kind']:<9} {r['difficulty']:<6} {','.join(r['topics'])}")
+    click.echo(f"{len(rows)} question(s)")
+
+
+@questions.command()
+@click.argument("question_id")
+@click.option("--bank", "directory", type=click.Path(file_okay=False), help=BANK_HELP)
+@click.option("--lang", type=click.Choice(LANGS), default="en", show_default=True)
+@click.option("--student", default="demo", show_default=True, help="student key that picks the variant")
+@click.option("--answer", "show_answer", is_flag=True, help="also print the answer (instructors)")
+@click.option("--grade", "student_answer", help="grade this answer (JSON for lists/maps, else text)")
+def show(question_id, directory, lang, student, show_answer, student_answer) -> None:
+    """Print one question as a student would see it (and optionally grade an answer)."""
+    from .answers import AnswerFormatError, grade_answer, solution
+    from .variants import render, variant_seed
+    bank = _load(directory)
+    try:
+        q = bank.get(question_id)
+    except KeyError as exc:
+        raise click.ClickException(str(exc.args[0])) from None
+    seed = variant_seed(student, q.id)
+    view = render(q, seed, lang)
+    click.echo(f"# {view['title']}  [{q.kind}, {q.difficulty}, {format(q.points, 'g')} pt]\n")
+    click.echo(view["prompt"] + "\n")
+    for key in ("options", "items", "left", "right"):
+        for entry in view.get(key, []):
+            click.echo(f"  {entry['id']}  {entry['text']}")
+    if "template" in view:
+        click.echo(view["template"])
+    if show_answer:
+        click.echo("\nanswer: " + json.dumps(solution(q, seed, lang), ensure_ascii=False))
+    if student_answer is not None:
+        try:
+            answer = json.loads(student_answer) if student_answer[:1] in "[{" else student_answer
+            result = grade_answer(q, seed, answer, lang)
+        except (AnswerFormatError, ValueError) as exc:
+            raise click.ClickException(f"cannot grade that answer: {exc}") from None
+        click.echo("\n" + json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+
+
+@questions.command()
+@click.option("--format", "fmt", type=click.Choice(["moodle-xml", "gift", "qti", "json"]), required=True)
+@click.option("--lang", type=click.Choice(LANGS), default="en", show_default=True)
+@click.option("--variants", type=click.IntRange(1, 50), default=1, show_default=True,
+              help="concrete variants per parameterised question (named <id>-v1, -v2...)")
+@click.option("--bank", "directory", type=click.Path(file_okay=False), help=BANK_HELP)
+@click.option("-o", "--output", type=click.Path(), help="file to write (QTI: NAME.zip or a directory)")
+def export(fmt, lang, variants, directory, output) -> None:
+    """Export the bank for an LMS: Moodle XML, GIFT, QTI 2.1 or JSON."""
+    from .export import export as run_export
+    bank = _load(directory)
+    try:
+        result = run_export(bank, fmt, lang, variants, output)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if fmt == "qti":
+        click.echo(f"wrote {result}", err=True)
+    elif output:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(result)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(result, nl=False)
+
+
+def _load(directory):
+    from .model import load_bank
+    bank = load_bank(directory)
+    if bank.errors:
+        for line in bank.errors:
+            click.echo(line, err=True)
+        if not len(bank):
+            raise click.ClickException("no valid questions to work with")
+        click.echo(f"warning: {len(bank.errors)} problem(s); run `attn-grader questions validate`", err=True)
+    return bank

@@ -1,0 +1,80 @@
+"""Grading the short-code questions: run the snippet in the sandbox, compare in the parent.
+
+The student's function is called on inputs built here (seeded by the variant), and its
+output is compared with the trusted reference from :mod:`questions.references`. The child
+never sees the reference and never decides the verdict.
+"""
+from __future__ import annotations
+
+import torch
+
+from . import references
+from .messages import msg
+from .model import Question
+from .variants import code_cases
+
+
+def _describe(function: str, args: list) -> str:
+    shown = [f"<{str(a.dtype).replace('torch.', '')} tensor {tuple(a.shape)}>"
+             if isinstance(a, torch.Tensor) else repr(a) for a in args]
+    return f"{function}({', '.join(shown)})"
+
+
+def _compare(got: torch.Tensor, want: torch.Tensor, compare: dict, lang: str) -> str | None:
+    """None when ``got`` matches ``want``; otherwise why not, in ``lang``."""
+    if tuple(got.shape) != tuple(want.shape):
+        return msg("why_shape", lang, want=tuple(want.shape), got=tuple(got.shape))
+    exact = want.dtype in (torch.bool, torch.int64, torch.int32)
+    if compare.get("dtype", exact) and got.dtype != want.dtype:
+        return msg("why_dtype", lang, want=str(want.dtype).replace("torch.", ""),
+                   got=str(got.dtype).replace("torch.", ""))
+    if exact:
+        wrong = (got.to(want.dtype) != want).sum().item()
+        if wrong:
+            return msg("why_entries", lang, wrong=wrong, total=want.numel())
+        return None
+    g, w = got.double(), want.double()
+    if not torch.allclose(g, w, atol=compare.get("atol", 1e-5), rtol=compare.get("rtol", 1e-4)):
+        finite = torch.isfinite(w) & torch.isfinite(g)
+        diff = (g - w)[finite].abs().max().item() if finite.any() else float("inf")
+        if not torch.equal(torch.isinf(g), torch.isinf(w)):
+            diff = float("inf")
+        return msg("why_values", lang, diff=f"{diff:.3g}")
+    return None
+
+
+def grade_code(question: Question, seed: int, source: str, lang: str = "en", *,
+               sandbox: str = "auto") -> tuple[float, bool, str, dict]:
+    """Returns (fraction of cases passed, all passed, feedback, details)."""
+    from grader.sandbox import Session  # late: only code questions need the sandbox
+
+    d = question.data
+    function, reference = d["function"], references.REFERENCES[d["reference"]]
+    compare = d.get("compare") or {}
+    cases = code_cases(question, seed)
+    results, first_failure = [], None
+    with Session(source, function, level=sandbox) as session:
+        loaded = session.load()
+        if not loaded.ok:
+            why = loaded.error.message if loaded.error else "unknown error"
+            return 0.0, False, msg("code_error", lang, why=why), {"cases": [], "error": why}
+        for args in cases:
+            want = reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+            call = session.call(*args)
+            if not call.ok:
+                why = f"{call.error.exc_type or call.error.kind}: {call.error.message}".strip()
+            elif call.mutated:
+                why = msg("why_mutated", lang, names=", ".join(call.mutated))
+            elif call.output is None:
+                why = msg("why_type", lang, got=call.output_type or "None")
+            else:
+                why = _compare(call.output, want, compare, lang)
+            results.append(why is None)
+            if why is not None and first_failure is None:
+                first_failure = (_describe(function, args), why)
+    passed = sum(results)
+    if first_failure is None:
+        return 1.0, True, msg("code_pass", lang, total=len(results)), {"cases": results}
+    return (passed / len(results), False,
+            msg("code_fail", lang, got=passed, total=len(results), call=first_failure[0], why=first_failure[1]),
+            {"cases": results})

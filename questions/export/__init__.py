@@ -1,0 +1,104 @@
+"""Exports of the bank for other systems: Moodle XML, GIFT, QTI 2.1 and JSON.
+
+Every exporter works on *instances*: one concrete variant of a question in one language,
+with all texts filled in and the answer spelled out. A parameterised question gives one
+instance (``--variants 1``, the default) or several, named ``<id>-v1``, ``<id>-v2``...;
+the variants are the ones students with keys ``export-1``, ``export-2``... would get, so an
+export is reproducible.
+"""
+from __future__ import annotations
+
+from ..answers import numeric_answer
+from ..model import Bank, Question
+from ..variants import format_number, params_for, substitute, variant_seed
+
+FORMATS = ("moodle-xml", "gift", "qti", "json")
+
+
+def instances(question: Question, lang: str, variants: int = 1) -> list[dict]:
+    """The concrete variants of ``question`` to export, as plain dicts (see module doc)."""
+    if not question.parameterised:
+        return [instance(question, {}, lang, question.id, "")]
+    out, seen = [], []
+    for k in range(1, max(1, variants) + 1):
+        env = params_for(question, variant_seed(f"export-{k}", question.id))
+        if env in seen:  # a small parameter space can repeat a variant
+            continue
+        seen.append(env)
+        out.append(instance(question, env, lang, f"{question.id}-v{k}", f" (v{k})"))
+    return out
+
+
+def instance(question: Question, env: dict, lang: str, ident: str, suffix: str) -> dict:
+    d = question.data
+
+    def t(text: dict) -> str:
+        return substitute(text[lang], env, lang)
+
+    inst = {
+        "id": ident, "question_id": question.id, "kind": question.kind, "lang": lang,
+        "title": d["title"][lang] + suffix, "prompt": t(d["prompt"]),
+        "explanation": t(d["explanation"]) if d.get("explanation") else "",
+        "points": question.points, "difficulty": question.difficulty, "topics": question.topics,
+        "params": {k: env[k] for k in d.get("params") or {}},
+    }
+    kind = question.kind
+    if kind in ("single", "multiple"):
+        inst["options"] = [{"id": o["id"], "text": t(o["text"]), "correct": o["correct"],
+                            "feedback": t(o["feedback"])} for o in d["options"]]
+    elif kind == "numeric":
+        value = numeric_answer(question, env)
+        inst["answer"] = value
+        inst["answer_text"] = format_number(value, lang)
+        inst["tolerance"] = absolute_tolerance(d.get("tolerance", {"rel": 1e-9}), value)
+        from .. import expr
+        inst["mistakes"] = [{"value": float(expr.evaluate(m["value"], env)), "feedback": t(m["feedback"])}
+                            for m in d.get("mistakes") or []]
+        if d.get("unit"):
+            inst["unit"] = d["unit"][lang]
+    elif kind == "ordering":
+        inst["items"] = [{"id": i["id"], "text": t(i["text"])} for i in d["items"]]
+    elif kind == "matching":
+        inst["pairs"] = [{"id": p["id"], "left": t(p["left"]), "right": t(p["right"])} for p in d["pairs"]]
+        inst["distractors"] = [{"id": x["id"], "text": t(x["text"])} for x in d.get("distractors") or []]
+    elif kind == "code":
+        inst.update(function=d["function"], template=d["template"], model_solution=d["model_solution"],
+                    cases=d["cases"])
+    elif kind == "free_text":
+        inst["rubric"] = [{"id": r["id"], "points": r["points"], "text": t(r["text"])} for r in d["rubric"]]
+        inst["model_answer"] = t(d["model_answer"])
+    return inst
+
+
+def absolute_tolerance(tolerance: dict, value: float) -> float:
+    """LMS numeric questions take one absolute tolerance; use the wider of ours."""
+    return max(tolerance.get("abs", 0.0), tolerance.get("rel", 0.0) * abs(value))
+
+
+def all_instances(bank: Bank, lang: str, variants: int = 1) -> list[dict]:
+    return [inst for q in bank for inst in instances(q, lang, variants)]
+
+
+def markdown_html(text: str) -> str:
+    import markdown
+    return markdown.markdown(text, extensions=["fenced_code", "tables"])
+
+
+def export(bank: Bank, fmt: str, lang: str = "en", variants: int = 1, output: str | None = None):
+    """Run one exporter; returns text (or, for QTI, the path written)."""
+    if fmt == "moodle-xml":
+        from .moodle import to_moodle_xml
+        return to_moodle_xml(all_instances(bank, lang, variants))
+    if fmt == "gift":
+        from .gift import to_gift
+        return to_gift(all_instances(bank, lang, variants))
+    if fmt == "json":
+        import json
+        return json.dumps({"format": "attn-grader-questions", "version": 1, "lang": lang,
+                           "questions": all_instances(bank, lang, variants)}, ensure_ascii=False, indent=2)
+    if fmt == "qti":
+        from .qti import write_qti
+        if not output:
+            raise ValueError("the QTI export writes several files: pass --output NAME.zip or a directory")
+        return write_qti(all_instances(bank, lang, variants), output, lang)
+    raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")

@@ -1,0 +1,252 @@
+"""IMS QTI 2.1: one assessmentItem per question variant plus an IMS content-package manifest.
+
+Written as a zip (``--output bank.zip``) or a directory. Interactions: choiceInteraction
+(single: match_correct with per-option modal feedback; multiple: map_response with the
+same +1/R, -1/W weights as our grading), textEntryInteraction with a float response and an
+absolute tolerance, orderInteraction (ordered cardinality), matchInteraction (directedPair,
+one point share per pair), extendedTextInteraction for free text and code (scored by hand).
+"""
+from __future__ import annotations
+
+import io
+import os
+import xml.etree.ElementTree as ET
+import zipfile
+
+from . import markdown_html
+
+QTI_NS = "http://www.imsglobal.org/xsd/imsqti_v2p1"
+QTI_XSD = "http://www.imsglobal.org/xsd/qti/qtiv2p1/imsqti_v2p1.xsd"
+CP_NS = "http://www.imsglobal.org/xsd/imscp_v1p1"
+XSI_NS = "http://www.w3.org/2001/XMLSchema-instance"
+RP = "http://www.imsglobal.org/question/qti_v2p1/rptemplates/"
+
+ET.register_namespace("", QTI_NS)
+ET.register_namespace("xsi", XSI_NS)
+
+
+def _q(tag: str) -> str:
+    return f"{{{QTI_NS}}}{tag}"
+
+
+def _sub(parent: ET.Element, tag: str, attrs: dict | None = None, text: str | None = None) -> ET.Element:
+    el = ET.SubElement(parent, _q(tag), {k: str(v) for k, v in (attrs or {}).items()})
+    if text is not None:
+        el.text = text
+    return el
+
+
+def _html_into(parent: ET.Element, markdown_text: str, inline: bool = False) -> None:
+    """Markdown -> XHTML elements in the QTI namespace (QTI bodies are namespaced XHTML).
+
+    ``inline`` unwraps a lone paragraph, for choices whose text is one short phrase.
+    """
+    wrapper = ET.fromstring(f"<div>{markdown_html(markdown_text)}</div>")
+    for el in wrapper.iter():
+        el.tag = _q(el.tag)
+    if inline and len(wrapper) == 1 and wrapper[0].tag == _q("p") and not (wrapper.text or "").strip():
+        para = wrapper[0]
+        parent.text = (parent.text or "") + (para.text or "")
+        parent.extend(list(para))
+        return
+    parent.append(wrapper)
+
+
+def _outcomes(item: ET.Element, points: float, feedback_cardinality: str | None) -> None:
+    score = _sub(item, "outcomeDeclaration", {"identifier": "SCORE", "cardinality": "single", "baseType": "float"})
+    _sub(_sub(score, "defaultValue"), "value", text="0")
+    maxs = _sub(item, "outcomeDeclaration", {"identifier": "MAXSCORE", "cardinality": "single", "baseType": "float"})
+    _sub(_sub(maxs, "defaultValue"), "value", text=repr(float(points)))
+    if feedback_cardinality:
+        _sub(item, "outcomeDeclaration", {"identifier": "FEEDBACK", "cardinality": feedback_cardinality,
+                                          "baseType": "identifier"})
+
+
+def _choice_id(oid: str) -> str:
+    return "C_" + oid.replace("-", "_")
+
+
+def build_item(inst: dict) -> ET.Element:
+    kind, points = inst["kind"], float(inst["points"])
+    item = ET.Element(_q("assessmentItem"), {
+        "identifier": "Q_" + inst["id"].replace("-", "_"), "title": inst["title"],
+        "adaptive": "false", "timeDependent": "false",
+        "{http://www.w3.org/XML/1998/namespace}lang": inst["lang"],
+        f"{{{XSI_NS}}}schemaLocation": f"{QTI_NS} {QTI_XSD}"})
+    resp = {"identifier": "RESPONSE"}
+    if kind in ("single", "multiple"):
+        single = kind == "single"
+        decl = _sub(item, "responseDeclaration", {**resp, "cardinality": "single" if single else "multiple",
+                                                  "baseType": "identifier"})
+        correct = _sub(decl, "correctResponse")
+        for o in inst["options"]:
+            if o["correct"]:
+                _sub(correct, "value", text=_choice_id(o["id"]))
+        if not single:
+            right = sum(o["correct"] for o in inst["options"])
+            wrong = len(inst["options"]) - right
+            mapping = _sub(decl, "mapping", {"lowerBound": "0", "upperBound": repr(points), "defaultValue": "0"})
+            for o in inst["options"]:
+                value = points / right if o["correct"] else -points / wrong
+                _sub(mapping, "mapEntry", {"mapKey": _choice_id(o["id"]), "mappedValue": f"{value:.6g}"})
+        _outcomes(item, points, "single" if single else "multiple")
+    elif kind == "numeric":
+        decl = _sub(item, "responseDeclaration", {**resp, "cardinality": "single", "baseType": "float"})
+        _sub(_sub(decl, "correctResponse"), "value", text=repr(inst["answer"]))
+        _outcomes(item, points, None)
+    elif kind == "ordering":
+        decl = _sub(item, "responseDeclaration", {**resp, "cardinality": "ordered", "baseType": "identifier"})
+        correct = _sub(decl, "correctResponse")
+        for i in inst["items"]:
+            _sub(correct, "value", text=_choice_id(i["id"]))
+        _outcomes(item, points, None)
+    elif kind == "matching":
+        decl = _sub(item, "responseDeclaration", {**resp, "cardinality": "multiple", "baseType": "directedPair"})
+        correct = _sub(decl, "correctResponse")
+        mapping = _sub(decl, "mapping", {"lowerBound": "0", "upperBound": repr(points), "defaultValue": "0"})
+        for p in inst["pairs"]:
+            key = f"L_{p['id'].replace('-', '_')} R_{p['id'].replace('-', '_')}"
+            _sub(correct, "value", text=key)
+            _sub(mapping, "mapEntry", {"mapKey": key, "mappedValue": f"{points / len(inst['pairs']):.6g}"})
+        _outcomes(item, points, None)
+    else:
+        _sub(item, "responseDeclaration", {**resp, "cardinality": "single", "baseType": "string"})
+        _outcomes(item, points, None)
+
+    body = _sub(item, "itemBody")
+    _html_into(body, inst["prompt"])
+    _interaction(body, inst)
+    _processing(item, inst, points)
+    if kind in ("single", "multiple"):
+        for o in inst["options"]:
+            fb = _sub(item, "modalFeedback", {"outcomeIdentifier": "FEEDBACK", "identifier": _choice_id(o["id"]),
+                                              "showHide": "show"})
+            _html_into(fb, o["feedback"])
+    return item
+
+
+def _interaction(body: ET.Element, inst: dict) -> None:
+    kind = inst["kind"]
+    if kind in ("single", "multiple"):
+        inter = _sub(body, "choiceInteraction", {"responseIdentifier": "RESPONSE", "shuffle": "true",
+                                                 "maxChoices": 1 if kind == "single" else 0})
+        for o in inst["options"]:
+            _html_into(_sub(inter, "simpleChoice", {"identifier": _choice_id(o["id"])}), o["text"], inline=True)
+    elif kind == "numeric":
+        p = _sub(body, "p")
+        _sub(p, "textEntryInteraction", {"responseIdentifier": "RESPONSE", "expectedLength": 12})
+        if inst.get("unit"):
+            p.append(ET.Element(_q("span")))
+            p[-1].text = " " + inst["unit"]
+    elif kind == "ordering":
+        inter = _sub(body, "orderInteraction", {"responseIdentifier": "RESPONSE", "shuffle": "true"})
+        for i in inst["items"]:
+            _sub(inter, "simpleChoice", {"identifier": _choice_id(i["id"])}, i["text"])
+    elif kind == "matching":
+        pairs = inst["pairs"]
+        inter = _sub(body, "matchInteraction", {"responseIdentifier": "RESPONSE", "shuffle": "true",
+                                                "maxAssociations": len(pairs)})
+        left, right = _sub(inter, "simpleMatchSet"), _sub(inter, "simpleMatchSet")
+        for p in pairs:
+            _sub(left, "simpleAssociableChoice", {"identifier": "L_" + p["id"].replace("-", "_"),
+                                                  "matchMax": 1}, p["left"])
+        for rid, text in [(p["id"], p["right"]) for p in pairs] + [(x["id"], x["text"]) for x in inst["distractors"]]:
+            _sub(right, "simpleAssociableChoice", {"identifier": "R_" + rid.replace("-", "_"), "matchMax": 1}, text)
+    else:
+        attrs = {"responseIdentifier": "RESPONSE", "expectedLines": 15}
+        if kind == "code":
+            attrs["format"] = "preformatted"
+        _sub(body, "extendedTextInteraction", attrs)
+
+
+def _processing(item: ET.Element, inst: dict, points: float) -> None:
+    kind = inst["kind"]
+    if kind in ("multiple", "matching"):
+        rp = _sub(item, "responseProcessing")
+        _set(rp, "SCORE", _mapped())
+        if kind == "multiple":
+            _set(rp, "FEEDBACK", _var("RESPONSE"))
+        return
+    if kind in ("free_text", "code"):
+        return  # scored by the instructor
+    rp = _sub(item, "responseProcessing")
+    cond = _sub(_sub(rp, "responseCondition"), "responseIf")
+    if kind == "numeric":
+        tol = repr(inst["tolerance"])
+        test = _sub(cond, "equal", {"toleranceMode": "absolute", "tolerance": f"{tol} {tol}"})
+    else:
+        test = _sub(cond, "match")
+    test.append(_var("RESPONSE"))
+    _sub(test, "correct", {"identifier": "RESPONSE"})
+    _set(cond, "SCORE", _base(points))
+    if kind == "single":
+        _set(rp, "FEEDBACK", _var("RESPONSE"))
+
+
+def _var(name: str) -> ET.Element:
+    return ET.Element(_q("variable"), {"identifier": name})
+
+
+def _base(value: float) -> ET.Element:
+    el = ET.Element(_q("baseValue"), {"baseType": "float"})
+    el.text = repr(float(value))
+    return el
+
+
+def _mapped() -> ET.Element:
+    return ET.Element(_q("mapResponse"), {"identifier": "RESPONSE"})
+
+
+def _set(parent: ET.Element, outcome: str, value: ET.Element) -> None:
+    _sub(parent, "setOutcomeValue", {"identifier": outcome}).append(value)
+
+
+def item_xml(inst: dict) -> bytes:
+    item = build_item(inst)
+    ET.indent(item)
+    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(item, encoding="utf-8", xml_declaration=False)
+
+
+def manifest_xml(instances: list[dict], lang: str) -> bytes:
+    ET.register_namespace("", CP_NS)
+    root = ET.Element(f"{{{CP_NS}}}manifest", {"identifier": f"MANIFEST_attn_grader_{lang}"})
+    meta = ET.SubElement(root, f"{{{CP_NS}}}metadata")
+    ET.SubElement(meta, f"{{{CP_NS}}}schema").text = "QTIv2.1 Package"
+    ET.SubElement(meta, f"{{{CP_NS}}}schemaversion").text = "1.0.0"
+    ET.SubElement(root, f"{{{CP_NS}}}organizations")
+    resources = ET.SubElement(root, f"{{{CP_NS}}}resources")
+    for inst in instances:
+        href = f"items/{inst['id']}.xml"
+        res = ET.SubElement(resources, f"{{{CP_NS}}}resource", {
+            "identifier": "RES_" + inst["id"].replace("-", "_"), "type": "imsqti_item_xmlv2p1", "href": href})
+        ET.SubElement(res, f"{{{CP_NS}}}file", {"href": href})
+    ET.indent(root)
+    data = b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="utf-8", xml_declaration=False)
+    ET.register_namespace("", QTI_NS)
+    return data
+
+
+def qti_files(instances: list[dict], lang: str) -> dict[str, bytes]:
+    files = {"imsmanifest.xml": manifest_xml(instances, lang)}
+    for inst in instances:
+        files[f"items/{inst['id']}.xml"] = item_xml(inst)
+    return files
+
+
+def write_qti(instances: list[dict], output: str, lang: str) -> str:
+    """Write a zip when ``output`` ends in .zip, else a directory; returns the path."""
+    files = qti_files(instances, lang)
+    if output.endswith(".zip"):
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+            for name, data in files.items():
+                zf.writestr(name, data)
+        with open(output, "wb") as f:
+            f.write(buf.getvalue())
+        return output
+    for name, data in files.items():
+        path = os.path.join(output, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+    return output
