@@ -46,7 +46,7 @@ def create_app(config: dict | None = None) -> Flask:
         return jsonify(status="ok")
 
     # The HTML pages live in web/pages (their own package); it registers its blueprints.
-    if importlib.util.find_spec("web.pages") is not None:
+    if cfg["PAGES"] and importlib.util.find_spec("web.pages") is not None:
         pages = importlib.import_module("web.pages")
         if hasattr(pages, "register"):
             pages.register(app)

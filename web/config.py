@@ -33,6 +33,7 @@ SETTINGS: dict[str, tuple[type, object, str]] = {
     "RECONCILE_SECONDS": (float, 10.0, "how often the reconciler runs inside serve/worker"),
     "POLL_SECONDS": (float, 0.3, "idle sleep of a database-polling worker"),
     "WORKERS": (int, 2, "grading worker processes started by `serve`"),
+    "PAGES": (bool, True, "serve the HTML pages (false: the JSON API only)"),
     "SEED_DEMO": (bool, True, "`serve` creates a demo course, instructor and student when empty"),
     "DEMO_PASSWORD": (str, None, "password of the demo accounts; default generated and printed"),
 }

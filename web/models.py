@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, MetaData,
-                        String, Text, UniqueConstraint)
+from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer,
+                        MetaData, String, Text, UniqueConstraint)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 ROLES = ("student", "instructor")
@@ -264,7 +264,7 @@ class QuizAnswer(Base):
     attempt_id: Mapped[int] = mapped_column(ForeignKey("quiz_attempts.id", ondelete="CASCADE"))
     question_id: Mapped[str] = mapped_column(String(100))
     position: Mapped[int] = mapped_column(Integer, default=0)
-    seed: Mapped[int] = mapped_column(Integer)  # variant the student saw
+    seed: Mapped[int] = mapped_column(BigInteger)  # variant the student saw (63-bit)
     answer: Mapped[object | None] = mapped_column(JSON)
     correct: Mapped[bool | None] = mapped_column(Boolean)  # None = needs a manual grade
     points: Mapped[float] = mapped_column(Float, default=0.0)

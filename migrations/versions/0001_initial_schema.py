@@ -157,7 +157,7 @@ def upgrade() -> None:
     sa.Column('attempt_id', sa.Integer(), nullable=False),
     sa.Column('question_id', sa.String(length=100), nullable=False),
     sa.Column('position', sa.Integer(), nullable=False),
-    sa.Column('seed', sa.Integer(), nullable=False),
+    sa.Column('seed', sa.BigInteger(), nullable=False),
     sa.Column('answer', sa.JSON(), nullable=True),
     sa.Column('correct', sa.Boolean(), nullable=True),
     sa.Column('points', sa.Float(), nullable=False),

@@ -1,0 +1,215 @@
+"""Helpers for the service tests: a migrated database, users, a fake grader, a live server.
+
+The fake grader (``fake_grade``) reads instructions from the submitted code so one test can
+ask for a slow grade, a grader crash or a given score:
+``# SCORE=7`` (out of 10), ``# SLEEP=2.5`` (seconds), ``# GRADER_ERROR`` (raise).
+With ``ATTN_TEST_GRADE_LOG`` set, every grading start and end is appended to that file as
+``start <pid> <code-id>`` / ``end <pid> <code-id>``, which is how tests count runs across
+worker processes.
+"""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+FAKE_GRADER = "service_support:fake_grade"
+
+
+def fake_grade(code, task, *, sandbox="auto", device="cpu", seed=None, **_):
+    tag = re.search(r"# ID=(\S+)", code)
+    tag = tag.group(1) if tag else "-"
+    log = os.environ.get("ATTN_TEST_GRADE_LOG")
+    if log:
+        with open(log, "a") as fh:
+            fh.write(f"start {os.getpid()} {tag}\n")
+    sleep = re.search(r"# SLEEP=([0-9.]+)", code)
+    if sleep:
+        time.sleep(float(sleep.group(1)))
+    if "# GRADER_ERROR" in code:
+        raise RuntimeError("grader machinery broke")
+    score = re.search(r"# SCORE=([0-9.]+)", code)
+    score = float(score.group(1)) if score else 10.0
+    if log:
+        with open(log, "a") as fh:
+            fh.write(f"end {os.getpid()} {tag}\n")
+    return {
+        "task": task, "score": score, "max_score": 10.0, "passed": score >= 10.0,
+        "checks": [
+            {"id": "shape", "passed": True, "points": min(score, 4.0), "max_points": 4.0,
+             "message": "output shape matches", "details": {"shape": [2, 3]}},
+            {"id": "values", "passed": score >= 10.0, "points": max(0.0, score - 4.0),
+             "max_points": 6.0, "message": "" if score >= 10 else "max abs error 0.3 at [0, 1]",
+             "details": {"max_abs_error": float("nan") if score == 0 else 0.3}},
+        ],
+        "error": None, "grader_version": "fake-1.0", "sandbox": sandbox, "warnings": [],
+        "timings": {"total": 0.01},
+    }
+
+
+def grade_log_lines(path) -> list[list[str]]:
+    p = Path(path)
+    return [line.split() for line in p.read_text().splitlines()] if p.exists() else []
+
+
+def make_config(tmp_path, database_url: str | None = None, **overrides) -> dict:
+    from web.config import load_config
+
+    base = {"INSTANCE_PATH": str(tmp_path / "instance"),
+            "DATABASE_URL": database_url or f"sqlite:///{tmp_path / 'grader.db'}",
+            "SECRET_KEY": "test-secret", "GRADE_FUNCTION": FAKE_GRADER, "SANDBOX": "none",
+            "LEASE_SECONDS": 2.0, "POLL_SECONDS": 0.05, "QUEUED_STALE_SECONDS": 5.0,
+            "RECONCILE_SECONDS": 0.5, "SEED_DEMO": False, "TESTING": True,
+            "API_RATE_LIMIT": "10000 per minute", "PAGES": False}
+    base.update(overrides)
+    return load_config(base, environ={})
+
+
+def migrate(url: str) -> None:
+    from web.db import upgrade
+
+    upgrade(url)
+
+
+def seed_people(engine) -> dict:
+    """The default course, one instructor and two students, each with an API token."""
+    from web.auth import issue_token
+    from web.db import session_factory
+    from web.services.courses import ensure_default_course
+    from web.services.users import add_user
+
+    with session_factory(engine)() as session:
+        ensure_default_course(session)
+        people = {}
+        for email, role in (("prof@example.org", "instructor"), ("ada@example.org", "student"),
+                            ("bob@example.org", "student")):
+            user = add_user(session, email, role, password="correct horse")
+            people[email.split("@")[0]] = {"id": user.id, "email": email,
+                                           "token": issue_token(session, user)}
+        session.commit()
+    return people
+
+
+def env_for(config: dict, **extra) -> dict:
+    """A subprocess environment carrying ``config`` and the fake grader's import path."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATTN_GRADER_")}
+    for key in ("DATABASE_URL", "INSTANCE_PATH", "SECRET_KEY", "GRADE_FUNCTION", "SANDBOX",
+                "LEASE_SECONDS", "POLL_SECONDS", "QUEUED_STALE_SECONDS", "RECONCILE_SECONDS",
+                "BROKER_URL", "BROKER_NAMESPACE", "API_RATE_LIMIT", "MAX_ATTEMPTS", "PAGES"):
+        if config.get(key) is not None:
+            env["ATTN_GRADER_" + key] = str(config[key])
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(ROOT), env.get("PYTHONPATH", "")])
+    env["ATTN_GRADER_SEED_DEMO"] = "false"
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def spawn_worker(config: dict, name: str, queues: str = "cpu", **env) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "web.dispatch.worker", "--queues", queues,
+                             "--name", name], env=env_for(config, **env), cwd=ROOT)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(predicate, timeout: float = 30.0, interval: float = 0.05, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+# ---- external servers (integration tests) ------------------------------------------------
+
+def _reachable(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def pg_url():
+    """A fresh PostgreSQL database for this test session, dropped afterwards."""
+    if not _reachable(5432):
+        pytest.skip("PostgreSQL is not reachable on 127.0.0.1:5432 "
+                    "(run scripts/services.sh to start it)")
+    from sqlalchemy import create_engine, text
+
+    name = f"attn_test_{uuid.uuid4().hex[:10]}"
+    admin = create_engine("postgresql+psycopg://postgres@127.0.0.1:5432/test",
+                          isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # server up but unusable (auth, permissions)
+        pytest.skip(f"cannot create a PostgreSQL test database: {exc}")
+    yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    from web.db import dispose_engines
+
+    dispose_engines()
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def redis_url():
+    """Redis db 15 with a unique key namespace; only this session's keys are deleted."""
+    if not _reachable(6379):
+        pytest.skip("Redis is not reachable on 127.0.0.1:6379 (run scripts/services.sh)")
+    import redis
+
+    url = "redis://127.0.0.1:6379/15"
+    namespace = f"attn_test_{uuid.uuid4().hex[:10]}"
+    client = redis.Redis.from_url(url)
+    yield url, namespace
+    for key in client.scan_iter(f"{namespace}*"):
+        client.delete(key)
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def _seeded_sqlite(tmp_path_factory):
+    """A migrated, seeded SQLite file made once; each test gets a copy (argon2 is slow)."""
+    from web.db import get_engine
+
+    path = tmp_path_factory.mktemp("template") / "grader.db"
+    url = f"sqlite:///{path}"
+    migrate(url)
+    engine = get_engine(url)
+    people = seed_people(engine)
+    engine.dispose()  # checkpoints the WAL into the file
+    return path, people
+
+
+@pytest.fixture
+def service(tmp_path, _seeded_sqlite):
+    """A migrated SQLite database with people, and its config (fake grader, short lease)."""
+    import shutil
+    from types import SimpleNamespace
+
+    from web.db import dispose_engines, get_engine
+
+    template, people = _seeded_sqlite
+    shutil.copy(template, tmp_path / "grader.db")
+    config = make_config(tmp_path)
+    engine = get_engine(config["DATABASE_URL"])
+    yield SimpleNamespace(config=config, engine=engine, people=people, tmp_path=tmp_path)
+    dispose_engines()

@@ -1,0 +1,247 @@
+"""Claiming, leases, fencing and the reconciler, on SQLite with a fake grader."""
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func, select
+
+from service_support import _seeded_sqlite, fake_grade, service  # noqa: F401
+from web.db import session_factory
+from web.dispatch import claim as claims
+from web.dispatch.reconciler import HOST_LOST, reconcile
+from web.dispatch.worker import GradingWorker
+from web.models import GradingJob, Result, Submission, User, utcnow
+from web.services.courses import find_assignment
+from web.services.submissions import submit
+
+
+class RecordingDispatcher:
+    def __init__(self):
+        self.sent = []
+
+    def notify(self, jobs):
+        self.sent.extend(jobs)
+
+
+def _submit(service, code="# SCORE=7\n", email="ada@example.org", task="sdpa", dispatcher=None,
+            now=None):
+    with session_factory(service.engine)() as session:
+        user = session.scalar(select(User).where(User.email == email))
+        sub = submit(session, user, find_assignment(session, task), code, dispatcher=dispatcher,
+                     max_attempts=service.config["MAX_ATTEMPTS"], now=now)
+        return sub.id, sub.job.id
+
+
+def _job(service, job_id):
+    """The job, its submission and results, loaded whole (usable after the session)."""
+    with session_factory(service.engine)() as session:
+        job = session.get(GradingJob, job_id)
+        results = list(job.submission.results)
+        for result in results:
+            _ = list(result.checks)
+        return job, job.submission, results
+
+
+def test_submit_commits_the_job_before_notifying(service):
+    seen = []
+
+    class Checking:
+        def notify(self, jobs):  # the row must already be visible to another connection
+            for job_id, queue in jobs:
+                seen.append((_job(service, job_id)[0].status, queue))
+
+    _submit(service, dispatcher=Checking())
+    assert seen == [("queued", "cpu")]
+
+
+def test_a_failed_notification_does_not_lose_the_submission(service):
+    class Broken:
+        def notify(self, jobs):
+            raise ConnectionError("broker down")
+
+    sub_id, job_id = _submit(service, dispatcher=Broken())
+    assert _job(service, job_id)[0].status == "queued"
+
+
+def test_claims_take_jobs_oldest_first_and_once(service):
+    first = _submit(service)[1]
+    second = _submit(service, email="bob@example.org")[1]
+    a = claims.claim_next(service.engine, "w1")
+    b = claims.claim_next(service.engine, "w2")
+    assert (a.job_id, a.attempt, b.job_id, b.attempt) == (first, 1, second, 1)
+    assert claims.claim_next(service.engine, "w3") is None
+    assert claims.claim_job(service.engine, first, "w3") is None  # held under a live lease
+    job, sub, _ = _job(service, first)
+    assert (job.status, job.worker, sub.status) == ("running", "w1", "running")
+    assert a.code == "# SCORE=7\n" and a.task_id == "sdpa"
+
+
+def test_gpu_jobs_wait_for_a_gpu_worker(service):
+    with session_factory(service.engine)() as session:
+        find_assignment(session, "mha").device = "cuda"
+        session.commit()
+    _, job_id = _submit(service, task="mha")
+    assert claims.claim_next(service.engine, "cpu-worker", queues=("cpu",)) is None
+    got = claims.claim_next(service.engine, "gpu-worker", queues=("gpu",))
+    assert (got.job_id, got.queue) == (job_id, "gpu")
+
+
+def test_an_expired_lease_lets_another_worker_claim_with_a_new_attempt(service):
+    _, job_id = _submit(service)
+    lease = service.config["LEASE_SECONDS"]
+    first = claims.claim_next(service.engine, "w1", lease_seconds=lease)
+    assert claims.claim_next(service.engine, "w2", lease_seconds=lease) is None
+    later = utcnow() + timedelta(seconds=lease + 1)
+    second = claims.claim_next(service.engine, "w2", lease_seconds=lease, now=later)
+    assert (second.job_id, second.attempt) == (job_id, 2)
+    assert first.attempt == 1
+
+
+def test_renewing_keeps_the_lease_and_fails_once_superseded(service):
+    _submit(service)
+    first = claims.claim_next(service.engine, "w1", lease_seconds=2)
+    soon = utcnow() + timedelta(seconds=1.5)
+    assert claims.renew_lease(service.engine, first, 2, now=soon)
+    # renewed at t+1.5 for 2 s: not claimable at t+3 ...
+    assert claims.claim_next(service.engine, "w2", lease_seconds=2,
+                             now=utcnow() + timedelta(seconds=3)) is None
+    # ... but at t+4 it is, and the first worker can no longer renew
+    second = claims.claim_next(service.engine, "w2", lease_seconds=2,
+                               now=utcnow() + timedelta(seconds=4))
+    assert second.attempt == 2
+    assert not claims.renew_lease(service.engine, first, 2)
+
+
+def test_a_stale_attempt_cannot_overwrite_the_newer_result(service):
+    _, job_id = _submit(service)
+    stale = claims.claim_next(service.engine, "w1", lease_seconds=1)
+    current = claims.claim_next(service.engine, "w2", lease_seconds=1,
+                                now=utcnow() + timedelta(seconds=5))
+    assert claims.finish(service.engine, current, fake_grade("# SCORE=9\n", "sdpa"))
+    assert not claims.finish(service.engine, stale, fake_grade("# SCORE=1\n", "sdpa"))
+    assert claims.release(service.engine, stale, "late error") is None
+    job, sub, results = _job(service, job_id)
+    assert (job.status, job.attempts, sub.score) == ("done", 2, 9.0)
+    assert [(r.job_attempt, r.score) for r in results] == [(2, 9.0)]
+    # the same attempt cannot store a second result either
+    assert not claims.finish(service.engine, current, fake_grade("# SCORE=3\n", "sdpa"))
+
+
+def test_results_keep_every_check_and_the_whole_report(service):
+    sub_id, job_id = _submit(service, code="# SCORE=0\n")
+    worker = GradingWorker(service.engine, service.config, grade_fn=fake_grade, name="w")
+    assert worker.run_once() == "done"
+    job, sub, results = _job(service, job_id)
+    (result,) = results
+    assert [(c.check_id, c.points, c.max_points) for c in result.checks] == \
+        [("shape", 0.0, 4.0), ("values", 0.0, 6.0)]
+    assert result.checks[1].details == {"max_abs_error": "nan"}  # strict JSON for PostgreSQL
+    assert result.grader_version == sub.grader_version == "fake-1.0"
+    assert result.report["timings"] == {"total": 0.01} and result.worker == "w"
+    assert job.started_at <= job.finished_at and job.queued_at <= job.started_at
+
+
+def test_a_student_crash_is_a_result_not_a_retry(service):
+    def crashing_program(code, task, **kw):
+        report = fake_grade("# SCORE=0\n", task, **kw)
+        report["error"] = {"kind": "memory", "message": "the program ran out of memory (2 GiB)"}
+        return report
+
+    _, job_id = _submit(service)
+    worker = GradingWorker(service.engine, service.config, grade_fn=crashing_program)
+    assert worker.run_once() == "done"
+    job, sub, results = _job(service, job_id)
+    assert (job.status, job.attempts, sub.status, sub.score) == ("done", 1, "done", 0.0)
+    assert sub.error == "memory: the program ran out of memory (2 GiB)"
+    assert worker.run_once() is None
+
+
+def test_a_grader_failure_is_retried_then_reported(service):
+    _, job_id = _submit(service, code="# GRADER_ERROR\n")
+    worker = GradingWorker(service.engine, service.config, grade_fn=fake_grade)
+    outcomes = [worker.run_once() for _ in range(service.config["MAX_ATTEMPTS"] + 1)]
+    assert outcomes == ["queued", "queued", "failed", None]
+    job, sub, results = _job(service, job_id)
+    assert (job.status, job.attempts, results) == ("failed", 3, [])
+    assert sub.status == "failed" and "grader machinery broke" in sub.error
+
+
+def test_reconciler_fails_jobs_whose_host_was_lost_too_often(service):
+    _, job_id = _submit(service)
+    now = utcnow()
+    for attempt in range(1, 4):
+        now += timedelta(seconds=10)
+        got = claims.claim_next(service.engine, f"w{attempt}", lease_seconds=2, now=now)
+        assert got.attempt == attempt
+    assert claims.claim_next(service.engine, "w4", now=now + timedelta(seconds=10)) is None
+    dispatcher = RecordingDispatcher()
+    assert reconcile(service.engine, dispatcher, now=now + timedelta(seconds=1)).failed == []
+    report = reconcile(service.engine, dispatcher, now=now + timedelta(seconds=10))
+    assert report.failed == [job_id] and dispatcher.sent == []
+    job, sub, _ = _job(service, job_id)
+    assert job.status == sub.status == "failed"
+    assert HOST_LOST in job.error and HOST_LOST in sub.error
+
+
+def test_reconciler_renotifies_lost_and_stale_jobs_only(service):
+    dispatcher = RecordingDispatcher()
+    now = utcnow()
+    _, fresh = _submit(service, now=now)
+    _, old = _submit(service, now=now - timedelta(seconds=60))
+    _, running = _submit(service, email="bob@example.org", now=now)
+    with session_factory(service.engine)() as session:  # the fresh one must not be claimed
+        session.get(GradingJob, fresh).queue = "gpu"
+        session.commit()
+    claimed = claims.claim_job(service.engine, running, "w1", lease_seconds=2, now=now)
+    assert claimed.job_id == running
+    report = reconcile(service.engine, dispatcher, queued_stale_seconds=30, now=now)
+    assert report.renotified == [old] and dispatcher.sent == [(old, "cpu")]
+    # once re-notified it is not sent again at once; the lost running job is, after its lease
+    report = reconcile(service.engine, dispatcher, queued_stale_seconds=30,
+                       now=now + timedelta(seconds=5))
+    assert report.renotified == [running] and report.failed == []
+
+
+def test_a_slow_worker_still_delivers_after_the_reconciler_gave_up(service):
+    _, job_id = _submit(service)
+    with session_factory(service.engine)() as session:
+        session.get(GradingJob, job_id).max_attempts = 1
+        session.commit()
+    slow = claims.claim_next(service.engine, "slow", lease_seconds=1)
+    assert reconcile(service.engine, now=utcnow() + timedelta(seconds=5)).failed == [job_id]
+    assert claims.finish(service.engine, slow, fake_grade("# SCORE=8\n", "sdpa"))
+    job, sub, results = _job(service, job_id)
+    assert (job.status, sub.status, sub.score, sub.error) == ("done", "done", 8.0, None)
+
+
+def test_the_worker_renews_its_lease_while_grading(service):
+    config = {**service.config, "LEASE_SECONDS": 0.6}
+    _, job_id = _submit(service, code="# SLEEP=1.5\n")
+    worker = GradingWorker(service.engine, config, grade_fn=fake_grade, name="slow")
+    import threading
+
+    thread = threading.Thread(target=worker.run_once)
+    thread.start()
+    try:
+        from service_support import wait_until
+
+        wait_until(lambda: _job(service, job_id)[0].status == "running", what="claim")
+        import time
+
+        time.sleep(0.9)  # past the first lease: only renewals keep the job
+        assert claims.claim_next(service.engine, "thief", lease_seconds=0.6) is None
+    finally:
+        thread.join()
+    job, _, results = _job(service, job_id)
+    assert (job.status, job.attempts, len(results)) == ("done", 1, 1)
+
+
+def test_late_submissions_get_the_assignments_penalty(service):
+    with session_factory(service.engine)() as session:
+        assignment = find_assignment(session, "sdpa")
+        assignment.deadline = utcnow() - timedelta(days=1)
+        assignment.late_policy, assignment.late_penalty = "penalty", 0.25
+        session.commit()
+    _, job_id = _submit(service, code="# SCORE=8\n")
+    GradingWorker(service.engine, service.config, grade_fn=fake_grade).run_once()
+    job, sub, results = _job(service, job_id)
+    assert (sub.late, sub.score, results[0].score) == (True, 6.0, 8.0)

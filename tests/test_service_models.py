@@ -1,0 +1,101 @@
+"""Schema, migrations, configuration and authentication of the grading service."""
+import os
+import stat
+
+import pytest
+from sqlalchemy import inspect, select
+
+from service_support import _seeded_sqlite, make_config, service  # noqa: F401
+from web import create_app
+from web.auth import authenticate, hash_password, issue_token, revoke_tokens, user_for_token
+from web.config import load_config
+from web.db import (DatabaseNotMigrated, check_migrated, current_revision, get_engine,
+                    head_revision, session_factory, upgrade)
+from web.models import ApiToken, Base, User
+
+
+def test_migrations_create_exactly_the_models_tables(tmp_path):
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    upgrade(url)
+    engine = get_engine(url)
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    assert diff == [], f"models and migrations disagree; add a revision: {diff}"
+    assert set(Base.metadata.tables) <= set(inspect(engine).get_table_names())
+    assert current_revision(engine) == head_revision()
+
+
+def test_app_refuses_an_unmigrated_database_and_says_what_to_run(tmp_path):
+    config = make_config(tmp_path)
+    with pytest.raises(DatabaseNotMigrated, match="attn-grader db upgrade"):
+        create_app(config)
+    upgrade(config["DATABASE_URL"], "base")  # an empty but versioned database: still refused
+    with pytest.raises(DatabaseNotMigrated, match="no tables yet"):
+        check_migrated(get_engine(config["DATABASE_URL"]))
+    upgrade(config["DATABASE_URL"])
+    assert create_app(config).extensions["attn_grader"].engine is not None
+
+
+def test_downgrade_then_upgrade_round_trips(tmp_path):
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    upgrade(url)
+    upgrade(url, "head")
+    from alembic import command
+
+    from web.db import alembic_config
+
+    command.downgrade(alembic_config(url), "base")
+    assert "users" not in inspect(get_engine(url)).get_table_names()
+    upgrade(url)
+    assert "grading_jobs" in inspect(get_engine(url)).get_table_names()
+
+
+def test_laptop_defaults_live_under_instance_with_a_private_secret(tmp_path):
+    config = load_config({"INSTANCE_PATH": str(tmp_path / "inst")}, environ={})
+    assert config["DATABASE_URL"] == f"sqlite:///{tmp_path / 'inst' / 'attn_grader.db'}"
+    secret = tmp_path / "inst" / "secret_key"
+    assert stat.S_IMODE(os.stat(secret).st_mode) == 0o600
+    assert config["SECRET_KEY"] == secret.read_text().strip() and len(config["SECRET_KEY"]) == 64
+    again = load_config({"INSTANCE_PATH": str(tmp_path / "inst")}, environ={})
+    assert again["SECRET_KEY"] == config["SECRET_KEY"]  # generated once, then reused
+
+
+def test_environment_variables_use_one_prefix_and_are_validated(tmp_path):
+    env = {"ATTN_GRADER_INSTANCE_PATH": str(tmp_path), "ATTN_GRADER_WORKERS": "5",
+           "ATTN_GRADER_SEED_DEMO": "no", "ATTN_GRADER_BROKER_URL": "redis://h:6379/2"}
+    config = load_config(environ=env)
+    assert (config["WORKERS"], config["SEED_DEMO"], config["BROKER_URL"]) == \
+        (5, False, "redis://h:6379/2")
+    with pytest.raises(ValueError, match="ATTN_GRADER_WORKERS='many': expected int"):
+        load_config(environ={**env, "ATTN_GRADER_WORKERS": "many"})
+    with pytest.raises(ValueError, match="SANDBOX"):
+        load_config(environ={**env, "ATTN_GRADER_SANDBOX": "docker"})
+
+
+def test_passwords_are_argon2id_and_checked(service):
+    with session_factory(service.engine)() as session:
+        user = session.scalar(select(User).where(User.email == "ada@example.org"))
+        assert user.password_hash.startswith("$argon2id$")
+        assert authenticate(session, " ADA@example.org ", "correct horse") == user
+        assert authenticate(session, "ada@example.org", "wrong horse") is None
+        assert authenticate(session, "nobody@example.org", "correct horse") is None
+        user.is_active = False
+        assert authenticate(session, "ada@example.org", "correct horse") is None
+    with pytest.raises(ValueError, match="at least 8"):
+        hash_password("short")
+
+
+def test_api_tokens_are_stored_hashed_and_can_be_revoked(service):
+    with session_factory(service.engine)() as session:
+        user = session.scalar(select(User).where(User.email == "bob@example.org"))
+        token = issue_token(session, user, "laptop")
+        stored = session.scalars(select(ApiToken.token_hash)).all()
+        assert token not in stored and len(stored) == 4  # 3 seeded + this one
+        assert user_for_token(session, token) == user
+        assert user_for_token(session, token + "x") is None
+        assert user_for_token(session, "not-a-token") is None
+        assert revoke_tokens(session, user) == 2
+        assert user_for_token(session, token) is None
