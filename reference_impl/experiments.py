@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 
 import torch
 from torch import Tensor
@@ -25,7 +26,7 @@ from .attention import attention_weights, scaled_dot_product_attention
 from .device import resolve_device
 
 #: The scales compared throughout: no scaling, the chapter's 1/√d_k, and "too much" 1/d_k.
-SCALES: dict[str, object] = {
+SCALES: dict[str, Callable[[int], float]] = {
     "none": lambda d_k: 1.0,
     "1/sqrt(d_k)": lambda d_k: 1.0 / math.sqrt(d_k),
     "1/d_k": lambda d_k: 1.0 / d_k,
