@@ -24,6 +24,7 @@ def create_app(config: dict | None = None) -> Flask:
     # size of the code itself and answers 413 with a message.
     app.config.setdefault("MAX_CONTENT_LENGTH", 2 * cfg["MAX_SUBMISSION_BYTES"] + 64 * 1024)
     app.config.setdefault("RATELIMIT_STORAGE_URI", cfg["RATELIMIT_STORAGE_URI"])
+    app.config.setdefault("RATELIMIT_HEADERS_ENABLED", True)  # Retry-After on 429
     app.config.setdefault("SESSION_COOKIE_HTTPONLY", True)
     app.config.setdefault("SESSION_COOKIE_SAMESITE", "Lax")
 
@@ -41,9 +42,10 @@ def create_app(config: dict | None = None) -> Flask:
     csrf.exempt(api_bp)  # token-authenticated JSON: no cookies, so no CSRF
     app.register_blueprint(api_bp)
 
-    @app.get("/healthz")
-    def healthz():
-        return jsonify(status="ok")
+    # Request ids, access log, /healthz, /metrics, database-error answers; security headers.
+    from . import observability, security
+    observability.init_app(app)
+    security.init_app(app)
 
     # The HTML pages live in web/pages (their own package); it registers its blueprints.
     if cfg["PAGES"] and importlib.util.find_spec("web.pages") is not None:
