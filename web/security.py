@@ -1,0 +1,143 @@
+"""Security policy the whole app shares: response headers, cookies, proxies and passwords.
+
+``init_app(app)`` adds to every response:
+- ``Content-Security-Policy``: only this origin's scripts, styles and images (plus ``data:``
+  images for plots); inline ``<script>`` runs only with the per-request nonce that templates
+  get as ``csp_nonce()``; no plugins; ``frame-ancestors 'none'``.
+- ``X-Frame-Options: DENY`` (older browsers' clickjacking guard), ``X-Content-Type-Options:
+  nosniff``, ``Referrer-Policy: same-origin``, ``Cross-Origin-Opener-Policy: same-origin``,
+  a ``Permissions-Policy`` that turns off camera, microphone and geolocation, and
+  ``Cache-Control: no-store`` on anything that needed a login or a token.
+- over HTTPS (``ATTN_GRADER_HTTPS=true``): ``Strict-Transport-Security`` and ``Secure`` cookies.
+
+Behind a reverse proxy set ``ATTN_GRADER_TRUSTED_PROXIES`` to the number of proxies in front,
+so rate limits and logs see the client's address rather than the proxy's.
+
+``password_problems()`` is the password policy (NIST SP 800-63B style: a length floor, no
+composition rules, a list of common passwords, not the user's own email).
+"""
+from __future__ import annotations
+
+import os
+import secrets
+
+from flask import Flask, g, request
+
+DEFAULT_CSP = ("default-src 'self'; script-src 'self' 'nonce-{nonce}'; style-src 'self'; "
+               "img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; "
+               "base-uri 'self'; form-action 'self'; frame-ancestors 'none'")
+STATIC_HEADERS = {
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=()",
+}
+HSTS = "max-age=31536000; includeSubDomains"
+
+MIN_PASSWORD_LENGTH = 8
+MAX_PASSWORD_LENGTH = 1024  # hashing cost is bounded; longer input is surely a mistake
+# The most common passwords of at least 8 characters in public breach corpora; a length
+# floor alone would accept every one of them.
+COMMON_PASSWORDS = frozenset("""
+12345678 123456789 1234567890 12345678910 123123123 11111111 00000000 87654321 11223344
+password password1 password12 password123 passw0rd p@ssw0rd p@ssword qwertyuiop qwerty123
+qwerty1234 1qaz2wsx zaq12wsx 1q2w3e4r 1q2w3e4r5t q1w2e3r4 q1w2e3r4t5 asdfghjkl asdf1234
+iloveyou iloveyou1 sunshine princess football baseball welcome1 welcome123 superman
+letmein1 trustno1 abc12345 abcd1234 abcdefgh starwars dragon123 monkey123 whatever
+changeme changeme1 administrator admin123 admin1234 computer internet michelle jennifer
+charlie1 freedom1 shadow12 master12 matrix12 mustang1 liverpool chocolate 123qweasd
+qweasdzxc 1234qwer qwer1234 student1 student123 attention transformer
+""".split())
+
+
+def password_problems(password: str, email: str | None = None) -> list[str]:
+    """What is wrong with ``password`` as a new password (empty list: acceptable)."""
+    if not isinstance(password, str):
+        return ["the password must be text"]
+    problems = []
+    if len(password) < MIN_PASSWORD_LENGTH:
+        problems.append(f"use at least {MIN_PASSWORD_LENGTH} characters")
+    if len(password) > MAX_PASSWORD_LENGTH:
+        problems.append(f"use at most {MAX_PASSWORD_LENGTH} characters")
+    lowered = password.lower()
+    if lowered in COMMON_PASSWORDS:
+        problems.append("this is one of the most common passwords; choose another")
+    elif password and len(set(password)) == 1:
+        problems.append("use more than one distinct character")
+    if email:
+        local = email.split("@", 1)[0].lower()
+        if len(local) >= 3 and (local in lowered or lowered == email.lower()):
+            problems.append("do not use your email address in your password")
+    return problems
+
+
+def check_password(password: str, email: str | None = None) -> None:
+    """Raise ``ValueError`` with every problem of ``password`` in one message."""
+    problems = password_problems(password, email)
+    if problems:
+        raise ValueError("password not accepted: " + "; ".join(problems))
+
+
+# ---- headers -------------------------------------------------------------------------------
+
+def csp_nonce() -> str:
+    """This response's script nonce (for ``<script nonce="{{ csp_nonce() }}">``)."""
+    if "csp_nonce" not in g:
+        g.csp_nonce = secrets.token_urlsafe(16)
+    return g.csp_nonce
+
+
+def _private(response) -> bool:
+    """Whether the response was made for a particular signed-in user or token holder."""
+    if request.headers.get("Authorization") or g.get("api_user") is not None:
+        return True
+    try:
+        from flask_login import current_user
+        return bool(current_user and current_user.is_authenticated)
+    except Exception:  # no login manager (a bare test app)
+        return False
+
+
+def _add_headers(response):
+    for name, value in STATIC_HEADERS.items():
+        response.headers.setdefault(name, value)
+    policy = response.headers.get("Content-Security-Policy")
+    if policy is None:
+        template = _app_config("CONTENT_SECURITY_POLICY", DEFAULT_CSP)
+        response.headers["Content-Security-Policy"] = template.replace("{nonce}", csp_nonce())
+    if _app_config("HTTPS", False):
+        response.headers.setdefault("Strict-Transport-Security", HSTS)
+    if "Cache-Control" not in response.headers and _private(response):
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _app_config(name: str, default):
+    from flask import current_app
+    return current_app.config.get(name, default)
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def init_app(app: Flask) -> None:
+    https = app.config.get("HTTPS", _env_flag("ATTN_GRADER_HTTPS"))
+    app.config["HTTPS"] = https
+    if https:
+        app.config.setdefault("SESSION_COOKIE_SECURE", True)
+        app.config.setdefault("REMEMBER_COOKIE_SECURE", True)
+        app.config.setdefault("PREFERRED_URL_SCHEME", "https")
+    app.config.setdefault("REMEMBER_COOKIE_HTTPONLY", True)
+    app.config.setdefault("REMEMBER_COOKIE_SAMESITE", "Lax")
+
+    proxies = app.config.get("TRUSTED_PROXIES",
+                             int(os.environ.get("ATTN_GRADER_TRUSTED_PROXIES", "0") or 0))
+    if proxies:
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
+
+    app.after_request(_add_headers)
+    app.jinja_env.globals["csp_nonce"] = csp_nonce
