@@ -155,7 +155,8 @@ def step_accuracy(ctx: Context) -> list[Check]:
                 ok = math.isfinite(err) and err <= limit and o.dtype == dtype
                 checks.append(Check(
                     "accuracy", f"{case['name']} {label}", "pass" if ok else "fail",
-                    f"{dname} err {err:.2e} (torch {torch_err:.2e}, x{err / max(torch_err, 1e-30):.1f})",
+                    f"{dname} err {err:.2e} (torch {torch_err:.2e}, "
+                    f"x{err / max(torch_err, 1e-30):.1f})",
                     f"<= {limit:.2e}",
                     data=dict(case=case["name"], shape=case["shape"], dtype=dname, tensor=label,
                               err=err, torch_err=torch_err, limit=limit)))
@@ -231,12 +232,14 @@ def step_timing(ctx: Context) -> list[Check]:
                     run()  # warm-up
                     _sync(ctx)
                     timer = benchmark.Timer("run()", globals={"run": run})
-                    times[who] = timer.blocked_autorange(min_run_time=0.05 if ctx.quick else 0.3).median
+                    min_time = 0.05 if ctx.quick else 0.3
+                    times[who] = timer.blocked_autorange(min_run_time=min_time).median
                 ratio = times["ours"] / times["torch"]
                 checks.append(Check(
                     "timing", f"{mode}{' causal' if causal else ''}", "info",
-                    f"{dname} ours {times['ours'] * 1e3:.3f} ms, torch {times['torch'] * 1e3:.3f} ms, "
-                    f"ratio {ratio:.2f}", f"B{B} H{H} L{L} E{E}",
+                    f"{dname} ours {times['ours'] * 1e3:.3f} ms, "
+                    f"torch {times['torch'] * 1e3:.3f} ms, ratio {ratio:.2f}",
+                    f"B{B} H{H} L{L} E{E}",
                     data=dict(dtype=dname, causal=causal, mode=mode, shape=(B, H, L, L, E),
                               ours_s=times["ours"], torch_s=times["torch"], ratio=ratio)))
     return checks
@@ -273,7 +276,8 @@ def print_report(checks: list[Check]) -> None:
     for col in ("step", "check", "result", "measured", "limit"):
         table.add_column(col)
     for c in checks:
-        table.add_row(c.step, c.name, f"[{colour[c.status]}]{c.status.upper()}", c.measured, c.limit)
+        status = f"[{colour[c.status]}]{c.status.upper()}"
+        table.add_row(c.step, c.name, status, c.measured, c.limit)
     Console(width=max(Console().width, 120)).print(table)
 
 

@@ -19,40 +19,42 @@ def _print_tables(report) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    def table(title: str, columns: tuple[str, ...], min_width: int | None = None) -> Table:
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=title)
+        for i, col in enumerate(columns):  # the first two columns are labels
+            t.add_column(col, justify="right", min_width=None if i < 2 else min_width)
+        return t
+
     console = Console()
     console.print(f"seed {report.seed}, device {report.device}, {report.dtype}; "
                   "q, k (and v) have i.i.d. N(0, 1) components")
 
-    var = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="1. Var(q·k) grows like d_k; dividing by √d_k brings it back to 1")
-    for col in ("d_k", "pairs", "Var(q·k)", "Var(q·k)/d_k", "± 1 sd", "Var(q·k/√d_k)"):
-        var.add_column(col, justify="right")
+    var = table("1. Var(q·k) grows like d_k; dividing by √d_k brings it back to 1",
+                ("d_k", "pairs", "Var(q·k)", "Var(q·k)/d_k", "± 1 sd", "Var(q·k/√d_k)"))
     for r in report.variance:
         var.add_row(str(r.d_k), str(r.n_pairs), f"{r.var_unscaled:.2f}", f"{r.ratio:.3f}",
                     f"{r.ratio_sd:.3f}", f"{r.var_scaled:.3f}")
     console.print(var)
 
     first = report.saturation[0]
-    sat = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=f"2. Softmax saturation over S = {first.seq_len} keys "
-                      f"(uniform entropy ln S = {first.uniform_entropy:.2f} nats), "
-                      f"{first.rows} query rows each")
-    for col in ("d_k", "scale", "logit std", "mean max weight", "mean entropy", "max > 0.9"):
-        sat.add_column(col, justify="right")
+    sat = table(f"2. Softmax saturation over S = {first.seq_len} keys (uniform entropy "
+                f"ln S = {first.uniform_entropy:.2f} nats), {first.rows} query rows each",
+                ("d_k", "scale", "logit std", "mean max weight", "mean entropy", "max > 0.9"))
     for r in report.saturation:
-        sat.add_row(str(r.d_k), SCALE_LABELS[r.scale], f"{r.logit_std:.3g}", f"{r.mean_max_weight:.3f}",
-                    f"{r.mean_entropy:.3f}", f"{r.share_max_over_0_9:.1%}",
-                    end_section=r.scale == "1/d_k")
+        sat.add_row(str(r.d_k), SCALE_LABELS[r.scale], f"{r.logit_std:.3g}",
+                    f"{r.mean_max_weight:.3f}", f"{r.mean_entropy:.3f}",
+                    f"{r.share_max_over_0_9:.1%}", end_section=r.scale == "1/d_k")
     console.print(sat)
 
-    grad = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="3. Gradient through the softmax, J = diag(p) − ppᵀ per row; "
-                       "|∂L/∂s| and |∂L/∂q| for a random upstream gradient")
-    for col in ("d_k", "scale", "‖J‖ mean", "‖J‖ median", "‖J‖<1e-3", "|∂L/∂s| mean",
-                "|∂L/∂q| mean", "|∂L/∂q| median"):
-        grad.add_column(col, justify="right", min_width=None if col in ("d_k", "scale") else 8)
+    grad = table("3. Gradient through the softmax, J = diag(p) − ppᵀ per row; "
+                 "|∂L/∂s| and |∂L/∂q| for a random upstream gradient",
+                 ("d_k", "scale", "‖J‖ mean", "‖J‖ median", "‖J‖<1e-3", "|∂L/∂s| mean",
+                  "|∂L/∂q| mean", "|∂L/∂q| median"), min_width=8)
     for r in report.gradients:
-        grad.add_row(str(r.d_k), SCALE_LABELS[r.scale], _fmt(r.jacobian_norm_mean), _fmt(r.jacobian_norm_median),
-                     f"{r.share_vanished:.1%}", _fmt(r.grad_scores_mean_abs),
-                     _fmt(r.grad_q_mean_abs), _fmt(r.grad_q_median_abs),
-                     end_section=r.scale == "1/d_k")
+        grad.add_row(str(r.d_k), SCALE_LABELS[r.scale], _fmt(r.jacobian_norm_mean),
+                     _fmt(r.jacobian_norm_median), f"{r.share_vanished:.1%}",
+                     _fmt(r.grad_scores_mean_abs), _fmt(r.grad_q_mean_abs),
+                     _fmt(r.grad_q_median_abs), end_section=r.scale == "1/d_k")
     console.print(grad)
 
 
