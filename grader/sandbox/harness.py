@@ -67,8 +67,13 @@ def _student_traceback(exc: BaseException) -> str:
 
 
 def _error(stage: str, exc: BaseException) -> dict:
+    message = str(exc)[:2000]
+    if isinstance(exc, SystemExit):
+        message = f"the submission called sys.exit({exc.code!r}) instead of returning a result"
+    elif not message:
+        message = f"{type(exc).__name__} raised without a message"
     return {"ok": False, "stage": stage, "error": {
-        "type": type(exc).__name__, "message": str(exc)[:2000], "traceback": _student_traceback(exc)}}
+        "type": type(exc).__name__, "message": message, "traceback": _student_traceback(exc)}}
 
 
 def load(req: dict) -> dict:

@@ -81,11 +81,8 @@ def build_root(new_root: str, plan: dict, files: dict, tmp_size: int) -> None:
     etc = new_root + "/etc"
     os.makedirs(etc, exist_ok=True)
     for name, text in plan["etc"].items():
-        with open(os.path.join(etc, name), "w") as f:
-            f.write(text)
-    for source in plan.get("etc_binds", ()):
-        if os.path.exists(source):
-            bind(source, new_root + source)
+        with open(os.path.join(etc, name), "wb") as f:
+            f.write(text if isinstance(text, bytes) else text.encode())
     dev = new_root + "/dev"
     os.makedirs(dev)
     mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")

@@ -57,7 +57,7 @@ class Session:
     see :mod:`grader.sandbox.backends` for what each level provides.
     """
 
-    def __init__(self, source: str, function: str, *, level: str = "auto",
+    def __init__(self, source: str | bytes, function: str, *, level: str = "auto",
                  limits: Limits | None = None, device: str = "cpu", filename: str = "submission.py"):
         from .backends import select_backend  # late: backends import this module's types
         self.source, self.function, self.device = source, function, device
@@ -68,8 +68,8 @@ class Session:
         self._dir = tempfile.mkdtemp(prefix="attn-sub-")
         os.chmod(self._dir, 0o755)
         self.path = os.path.join(self._dir, filename)
-        with open(self.path, "w", encoding="utf-8") as f:
-            f.write(source)
+        with open(self.path, "wb") as f:  # bytes pass through untouched: a non-UTF-8 file fails to import
+            f.write(source if isinstance(source, bytes) else source.encode("utf-8", "surrogateescape"))
         os.chmod(self.path, 0o644)
         self.child = None
         self._output = ["", ""]

@@ -50,8 +50,19 @@ def filesystem_plan() -> dict:
         if not any(prefix == b or prefix.startswith(b + "/") for b in binds):
             binds.append(prefix)
     gpu = sorted(n for n in os.listdir("/dev") if n.startswith("nvidia")) if os.path.isdir("/dev") else []
-    return {"ro_binds": binds, "symlinks": links, "etc_binds": ["/etc/ld.so.cache"], "gpu_nodes": gpu,
-            "sys": bool(gpu)}
+    return {"ro_binds": binds, "symlinks": links, "gpu_nodes": gpu, "sys": bool(gpu)}
+
+
+def ld_cache() -> bytes:
+    # Copied, not bound: ldconfig replaces the file, and a bind of the old, deleted inode fails.
+    try:
+        with open("/etc/ld.so.cache", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+LD_CACHE = b""
 
 
 PLAN = None
@@ -96,10 +107,11 @@ def run_child(req: dict, fds: dict, files: dict) -> None:
     socket.sethostname("sandbox")
     isolate.mount(None, "/", None, isolate.MS_REC | isolate.MS_PRIVATE)
     plan = dict(PLAN, etc=etc_files(req["uid"]))
+    plan["etc"]["ld.so.cache"] = LD_CACHE
     if req.get("device", "cpu") == "cpu":
         plan["gpu_nodes"], plan["sys"] = [], False
     new_root = pick_root(plan)
-    isolate.mount("tmpfs", new_root, "tmpfs", isolate.MS_NOSUID | isolate.MS_NODEV, "size=1m,mode=755")
+    isolate.mount("tmpfs", new_root, "tmpfs", isolate.MS_NOSUID | isolate.MS_NODEV, "size=4m,mode=755")
     isolate.build_root(new_root, plan, files, req["tmp_size"])
     isolate.pivot_into(new_root)
     # Move the pipes to 1..4 via high copies, so no target clobbers another's source.
@@ -198,14 +210,14 @@ def threads_alive() -> int:
 
 
 def main() -> None:
-    global PLAN, SECCOMP
+    global PLAN, SECCOMP, LD_CACHE
     import torch
     sock = socket.socket(fileno=CONTROL_FD)
     try:
         torch.set_num_threads(1)
         harness.warm_up()   # the lazy imports (sympy under backward) happen here, once (P2)
         import numpy  # noqa: F401  (students import it; make that free)
-        PLAN = filesystem_plan()
+        PLAN, LD_CACHE = filesystem_plan(), ld_cache()
         SECCOMP = isolate.seccomp_program()
         isolate.prctl(isolate.PR_SET_CHILD_SUBREAPER, 1)
         isolate.prctl(isolate.PR_SET_DUMPABLE, 0)

@@ -1,0 +1,9 @@
+# attack: exit with status 0 in the middle of the call, hoping for "success"
+# expect: crash
+import os
+import sys
+
+
+def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    sys.stdout.flush()
+    os._exit(0)

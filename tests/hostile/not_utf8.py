@@ -1,0 +1,6 @@
+# malformed: not UTF-8 (a Latin-1 byte in a string)
+# expect: import
+NAME = "café"
+
+def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    return q

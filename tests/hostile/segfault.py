@@ -1,0 +1,7 @@
+# attack: crash the interpreter with a segmentation fault
+# expect: crash
+import ctypes
+
+
+def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    return ctypes.string_at(0)

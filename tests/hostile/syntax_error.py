@@ -1,0 +1,4 @@
+# malformed: syntax error
+# expect: import
+def sdpa(q, k, v:
+    return q

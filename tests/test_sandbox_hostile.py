@@ -1,0 +1,189 @@
+"""The hostile corpus (tests/hostile/) through the real strict sandbox.
+
+Each file says what it attacks and which outcomes are acceptable (``# expect:``).
+For every one we check that it gets a clear result within its time limit, that it
+leaks no secret, earns nothing it did not compute honestly, and that afterwards
+nothing of it is still running and the host is exactly as before.
+"""
+import glob
+import hashlib
+import math
+import os
+import re
+import socket
+import time
+
+import pytest
+import torch
+
+from grader.sandbox import Limits, Session, cgroups, forkserver
+from grader.sandbox.wall import strict_problems
+from reference_impl import sdpa_float64
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HOSTILE = os.path.join(ROOT, "tests", "hostile")
+SECRET = "s3cr3t-" + hashlib.sha256(os.urandom(16)).hexdigest()[:24]
+LIMITS = Limits(memory_bytes=1 << 30, cpu_seconds=3, wall_seconds=12, call_seconds=4, load_seconds=4,
+                processes=32, file_size=8 << 20, tmp_size=16 << 20, output_bytes=256 << 10)
+SLACK = 4.0  # start-up and teardown on a busy 2-core CI machine
+
+PROBLEMS = strict_problems()
+pytestmark = pytest.mark.skipif(bool(PROBLEMS), reason="strict sandbox unavailable: " + "; ".join(PROBLEMS))
+
+
+def expectations(path: str) -> set[str]:
+    with open(path, "rb") as f:
+        head = f.read(400).decode("utf-8", "replace")
+    m = re.search(r"^# expect: (.+)$", head, re.M)
+    return set(m.group(1).split()) if m else {"import", "missing"}  # binary or empty files
+
+
+CASES = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(HOSTILE, "*.py")))
+
+
+def _files_digest(paths):
+    out = {}
+    for p in paths:
+        st = os.stat(p)
+        with open(p, "rb") as f:
+            out[p] = (hashlib.sha256(f.read()).hexdigest(), st.st_mode, st.st_mtime_ns)
+    return out
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory):
+    """Secrets and a listener on the grader's side of the wall, and a snapshot of what must not change."""
+    os.environ["ATTN_GRADER_TEST_SECRET"] = SECRET
+    forkserver.shutdown()  # the zygote is started below with the secret present in our environment
+    secret_dir = tmp_path_factory.mktemp("secret")
+    secret_file = secret_dir / "api-token.txt"
+    secret_file.write_text(SECRET)
+    outside = tmp_path_factory.mktemp("outside")
+    os.chmod(outside, 0o777)  # writable by anyone who could see it
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.setblocking(False)
+    import torch.functional
+    # Files of ours nobody edits while the suite runs (the tree is shared), plus torch's own.
+    watched = sorted(glob.glob(os.path.join(ROOT, "grader", "sandbox", "*.py"))
+                     + glob.glob(os.path.join(HOSTILE, "*.py"))
+                     + [torch.__file__, torch.functional.__file__, str(secret_file)])
+    info = {"secret_file": str(secret_file), "outside": str(outside), "listener": listener,
+            "port": listener.getsockname()[1], "watched": watched, "digest": _files_digest(watched),
+            "mounts": open("/proc/self/mountinfo").read()}
+    yield info
+    listener.close()
+    os.environ.pop("ATTN_GRADER_TEST_SECRET", None)
+
+
+def _source(name: str, host: dict) -> bytes:
+    with open(os.path.join(HOSTILE, name + ".py"), "rb") as f:
+        src = f.read()
+    for key, value in (("SECRET_FILE", host["secret_file"]), ("OUTSIDE_DIR", host["outside"]),
+                       ("PORT", str(host["port"])), ("REPO", ROOT), ("TORCH_FILE", torch.__file__)):
+        src = src.replace(b"{{" + key.encode() + b"}}", value.encode())
+    return src
+
+
+def _inputs():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 5, 8, generator=g) for _ in range(3))  # (B, H, L, E)
+    return q, k, v
+
+
+def _slot_processes() -> list[str]:
+    found = []
+    lo, hi = forkserver.UID_BASE, forkserver.UID_BASE + forkserver.UID_SLOTS
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                uid = next(int(line.split()[1]) for line in f if line.startswith("Uid:"))
+        except (OSError, StopIteration, ValueError):
+            continue
+        if lo <= uid < hi:
+            found.append(pid)
+    return found
+
+
+def run_case(name: str, host: dict) -> dict:
+    q, k, v = _inputs()
+    start = time.monotonic()
+    with Session(_source(name, host), "sdpa", level="strict", limits=LIMITS) as s:
+        assert s.level == "strict"
+        loaded = s.load()
+        result = s.call(q, k, v) if loaded.ok else None
+        stdout, stderr = s.stdout, s.stderr
+    elapsed = time.monotonic() - start
+    error = loaded.error if not loaded.ok else result.error
+    if error is not None:
+        outcome = error.kind
+    else:
+        out = result.output
+        good = (isinstance(out, torch.Tensor) and out.shape == (2, 3, 5, 8)
+                and torch.allclose(out.double(), sdpa_float64(q, k, v), atol=1e-5))
+        outcome = "correct" if good else "wrong"
+    return {"outcome": outcome, "error": error, "result": result, "stdout": stdout, "stderr": stderr,
+            "elapsed": elapsed}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_hostile_submission_is_contained(name, host):
+    expected = expectations(os.path.join(HOSTILE, name + ".py"))
+    r = run_case(name, host)
+    outcome, error = r["outcome"], r["error"]
+
+    # A result with a clear message, within the time limit, and no unearned points.
+    if "correct" in expected:
+        assert outcome == "correct", (outcome, error)
+    else:
+        assert outcome != "correct", f"{name} earned points it did not compute honestly"
+        assert "any" in expected or outcome in expected, (outcome, error)
+    if error is not None:
+        assert error.message and len(error.message) > 10, error
+    assert r["elapsed"] < LIMITS.wall_seconds + SLACK, r["elapsed"]
+
+    # Nothing leaked: no secret in anything the grader got back; no escape reported success.
+    seen = " ".join(str(x) for x in (error, r["stdout"], r["stderr"],
+                                     r["result"].output_type if r["result"] else ""))
+    assert SECRET not in seen
+    for marker in ("CONNECTED", "SUCCEEDED", "TAMPERED", "NETLINK OPEN"):
+        assert marker not in seen, seen[:2000]
+    assert len(r["stdout"]) <= LIMITS.output_bytes + 100 and len(r["stderr"]) <= LIMITS.output_bytes + 100
+
+    # Nothing survives the run.
+    deadline = time.monotonic() + 3
+    while _slot_processes() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _slot_processes() == []
+    assert cgroups.leftover_runs() == []
+
+    # The host is unchanged.
+    with pytest.raises(BlockingIOError):
+        host["listener"].accept()
+    assert _files_digest(host["watched"]) == host["digest"]
+    assert os.listdir(host["outside"]) == []
+    assert open("/proc/self/mountinfo").read() == host["mounts"]
+
+
+def test_tmp_does_not_persist_between_runs(host):
+    first, second = run_case("tmp_persistence", host), run_case("tmp_persistence", host)
+    for r in (first, second):
+        assert r["outcome"] == "wrong"
+        assert float(r["result"].output.flatten()[0]) == 0.0  # 1000 would mean it saw the first run's file
+
+
+def test_flood_is_capped_and_the_zygote_survives_the_corpus(host):
+    r = run_case("output_flood", host)
+    assert 0 < len(r["stdout"]) <= LIMITS.output_bytes + 100
+    assert run_case("correct", host)["outcome"] == "correct"
+
+
+def test_messages_say_what_happened(host):
+    assert "memory limit" in run_case("shm_bomb", host)["error"].message
+    loop = run_case("infinite_loop", host)["error"].message
+    assert "CPU time limit" in loop or "time limit" in loop
+    assert "segmentation fault" in run_case("segfault", host)["error"].message
+    assert "no function named 'sdpa'" in run_case("missing_function", host)["error"].message
