@@ -23,6 +23,7 @@ from sqlalchemy.engine import Engine
 
 from ..db import check_migrated, get_engine
 from ..services.grading import load_grade_function, report_to_dict
+from ..observability import configure_logging, log_context
 from . import claim as claims
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,15 @@ class GradingWorker:
     # -- one job -------------------------------------------------------------------------
     def process(self, claim: claims.Claim) -> str:
         """Grade a claimed job; returns "done", "stale", "queued" or "failed"."""
+        with log_context(job_id=claim.job_id, submission_id=claim.submission_id,
+                         attempt=claim.attempt, worker=self.name, queue=claim.queue):
+            started = time.monotonic()
+            outcome = self._grade_and_store(claim)
+            log.info("job %s attempt %s: %s", claim.job_id, claim.attempt, outcome,
+                     extra={"outcome": outcome, "seconds": round(time.monotonic() - started, 3)})
+            return outcome
+
+    def _grade_and_store(self, claim: claims.Claim) -> str:
         stop_renewing = threading.Event()
         renewer = threading.Thread(target=self._renew, args=(claim, stop_renewing),
                                    name=f"lease-{claim.job_id}", daemon=True)
@@ -117,8 +127,8 @@ def main(argv=None) -> int:
     parser.add_argument("--queues", default="cpu", help="comma-separated: cpu, gpu")
     parser.add_argument("--name", default=None, help="worker name recorded on jobs")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=os.environ.get("ATTN_GRADER_LOG_LEVEL", "INFO"),
-                        format="%(asctime)s %(name)s[%(process)d] %(levelname)s %(message)s")
+    configure_logging("INFO")
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     config = load_config()
     engine = get_engine(config["DATABASE_URL"])
     check_migrated(engine)

@@ -1,0 +1,92 @@
+"""Grading across real processes: a worker SIGKILLed mid-job, and Dramatiq delivery."""
+import os
+import signal
+
+import dramatiq
+import pytest
+from sqlalchemy import func, select
+
+from service_support import (_seeded_sqlite, fake_grade, grade_log_lines,  # noqa: F401
+                             service, spawn_worker, wait_until)
+from web import create_app
+from web.db import session_factory
+from web.dispatch.broker import set_job_handler
+from web.dispatch.worker import GradingWorker
+from web.models import GradingJob, Result
+
+
+def _job_state(engine, job_id):
+    with session_factory(engine)() as session:
+        job = session.get(GradingJob, job_id)
+        results = session.scalar(select(func.count(Result.id))
+                                 .where(Result.submission_id == job.submission_id))
+        return job.status, job.attempts, job.worker, results
+
+
+def test_a_sigkilled_worker_job_is_graded_once_by_another_worker(service):
+    log = service.tmp_path / "grades.log"
+    app = create_app(service.config)
+    token = service.people["ada"]["token"]
+    r = app.test_client().post("/api/v1/submissions", headers={"Authorization": f"Bearer {token}"},
+                               json={"task": "sdpa", "code": "# ID=k1\n# SLEEP=3\n# SCORE=8\n"})
+    job_id = r.get_json()["id"]  # one job per submission, created together
+
+    first = spawn_worker(service.config, "doomed", ATTN_TEST_GRADE_LOG=log)
+    second = None
+    try:
+        wait_until(lambda: ["start", str(first.pid), "k1"] in grade_log_lines(log), timeout=60,
+                   what="the first worker to start grading")
+        assert _job_state(service.engine, job_id)[:3] == ("running", 1, "doomed")
+        os.kill(first.pid, signal.SIGKILL)  # mid-grade: no chance to clean up
+        first.wait(10)
+        assert _job_state(service.engine, job_id)[0] == "running"  # the row still says so
+
+        second = spawn_worker(service.config, "rescuer", ATTN_TEST_GRADE_LOG=log)
+        wait_until(lambda: _job_state(service.engine, job_id)[0] == "done", timeout=60,
+                   what="the second worker to finish the job")
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                proc.wait(10)
+    status, attempts, worker, results = _job_state(service.engine, job_id)
+    assert (status, attempts, worker, results) == ("done", 2, "rescuer", 1)
+    lines = grade_log_lines(log)
+    assert [line[0] for line in lines] == ["start", "start", "end"]
+    assert lines[-1] == ["end", str(second.pid), "k1"]  # graded to the end once, by the rescuer
+
+
+@pytest.fixture
+def stub_service(service):
+    config = {**service.config, "BROKER_URL": "stub://"}
+    app = create_app(config)
+    dispatcher = app.extensions["attn_grader"].dispatcher
+    dispatcher.broker.flush_all()
+    grading = GradingWorker(service.engine, config, grade_fn=fake_grade, name="dramatiq-test")
+    set_job_handler(grading.handle_message)
+    yield app, dispatcher.broker, service
+    set_job_handler(None)
+
+
+def test_dramatiq_delivers_job_ids_and_duplicates_are_harmless(stub_service):
+    app, broker, service = stub_service
+    headers = {"Authorization": f"Bearer {service.people['bob']['token']}"}
+    client = app.test_client()
+    ids = [client.post("/api/v1/submissions", headers=headers,
+                       json={"task": "sdpa", "code": f"# SCORE={n}\n"}).get_json()["id"]
+           for n in (3, 5)]
+    assert broker.queues["cpu"].qsize() == 2  # only the ids travel
+    worker = dramatiq.Worker(broker, queues={"cpu"}, worker_threads=1, worker_timeout=100)
+    worker.start()
+    try:
+        broker.join("cpu", timeout=20_000)
+        assert [_job_state(service.engine, i)[:2] for i in ids] == [("done", 1), ("done", 1)]
+        # a re-delivered message (reconciler, broker restart) finds the job done: no-op
+        app.extensions["attn_grader"].dispatcher.notify([(ids[0], "cpu")])
+        broker.join("cpu", timeout=20_000)
+    finally:
+        worker.stop()
+    assert _job_state(service.engine, ids[0]) == ("done", 1, "dramatiq-test", 1)
+    scores = [client.get(f"/api/v1/submissions/{i}", headers=headers).get_json()["score"]
+              for i in ids]
+    assert scores == [3.0, 5.0]
