@@ -35,8 +35,12 @@ def _session(config: dict):
 
 
 def _logging(level: str = "INFO") -> None:
-    logging.basicConfig(level=os.environ.get("ATTN_GRADER_LOG_LEVEL", level),
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from .observability import configure_logging
+
+    try:  # JSON lines (text on a terminal); ATTN_GRADER_LOG_FORMAT/_LOG_LEVEL override
+        configure_logging(level)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 # ---- serve / worker / reconcile ----------------------------------------------------------

@@ -1,7 +1,7 @@
 """Logs, health and metrics: what an operator needs to see the service from outside.
 
 - ``configure_logging()``: one JSON object per line (``ATTN_GRADER_LOG_FORMAT=json``, the
-  default for ``serve`` and ``worker``) or plain text (``text``). Records carry the
+  default for ``serve`` and ``worker`` unless stderr is a terminal) or plain text (``text``). Records carry the
   ``submission_id``/``job_id``/``attempt``/``request_id`` of the work in progress, taken from
   ``log_context(...)`` (a context variable, so threads and requests never mix them up) or
   from ``extra=`` on the call.
@@ -100,10 +100,11 @@ class TextFormatter(logging.Formatter):
 def configure_logging(level: str | None = None, fmt: str | None = None, stream=None) -> None:
     """Set up the root logger once per process from ``ATTN_GRADER_LOG_LEVEL``/``_LOG_FORMAT``."""
     level = (os.environ.get("ATTN_GRADER_LOG_LEVEL") or level or "INFO").upper()
-    fmt = (os.environ.get("ATTN_GRADER_LOG_FORMAT") or fmt or "json").lower()
+    handler = logging.StreamHandler(stream)
+    default = "text" if getattr(handler.stream, "isatty", lambda: False)() else "json"
+    fmt = (os.environ.get("ATTN_GRADER_LOG_FORMAT") or fmt or default).lower()
     if fmt not in ("json", "text"):
         raise ValueError(f"ATTN_GRADER_LOG_FORMAT={fmt!r}: expected json or text")
-    handler = logging.StreamHandler(stream)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     handler.addFilter(ContextFilter())
     root = logging.getLogger()
