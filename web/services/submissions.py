@@ -111,6 +111,9 @@ def submit(session: Session, user: User, assignment: Assignment, code: str | byt
                      max_attempts=max_attempts, queued_at=now, notified_at=now)
     session.add_all([submission, job])
     session.commit()  # the truth first ...
+    log.info("accepted submission %s for %s (job %s, %s queue)", submission.id, assignment.slug,
+             job.id, job.queue, extra={"submission_id": submission.id, "job_id": job.id,
+                                       "user_id": user.id, "queue": job.queue})
     if dispatcher is not None:
         try:
             dispatcher.notify([(job.id, job.queue)])  # ... then the delivery
