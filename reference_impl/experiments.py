@@ -119,6 +119,13 @@ class ExperimentReport:
         """Plain JSON-serialisable data."""
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "ExperimentReport":
+        """The inverse of :meth:`to_dict`, e.g. for ``attn-grader experiments --json`` output."""
+        rows = {"variance": VarianceRow, "saturation": SaturationRow, "gradients": GradientRow}
+        return cls(**{key: [rows[key](**r) for r in value] if key in rows else value
+                      for key, value in data.items()})
+
 
 def _randn(shape: tuple[int, ...], generator: torch.Generator, device: torch.device,
            dtype: torch.dtype) -> Tensor:

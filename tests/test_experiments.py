@@ -13,13 +13,21 @@ import torch
 from click.testing import CliRunner
 
 from grader.cli import main
-from reference_impl.experiments import (SCALES, gradient_flow, run_all, score_variance,
+from reference_impl.experiments import (SCALES, ExperimentReport, gradient_flow, score_variance,
                                         softmax_jacobian_norm, softmax_saturation)
 
 
 @pytest.fixture(scope="module")
-def report():
-    return run_all(seed=0)
+def cli_json():
+    """``attn-grader experiments --json`` with the defaults, run once for the whole module."""
+    result = CliRunner().invoke(main, ["experiments", "--json", "--seed", "0"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+@pytest.fixture(scope="module")
+def report(cli_json):
+    return ExperimentReport.from_dict(cli_json)
 
 
 def _by_scale(rows):
@@ -147,17 +155,20 @@ def test_bad_arguments_are_clear_errors(call, message):
         call()
 
 
-def test_cli_json_parses_and_matches_the_functions(report):
-    result = CliRunner().invoke(main, ["experiments", "--json", "--seed", "0"])
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
-    assert data == json.loads(json.dumps(report.to_dict()))
-    assert {r["scale"] for r in data["saturation"]} == set(SCALES)
-    assert data["seed"] == 0 and data["device"] == "cpu" and data["dtype"] == "float64"
+def test_cli_json_parses_and_matches_the_functions(cli_json, report):
+    assert report.to_dict() == cli_json
+    assert cli_json["seed"] == 0 and cli_json["device"] == "cpu"
+    assert cli_json["dtype"] == "float64" and cli_json["seq_len"] == 128
+    assert {r["scale"] for r in cli_json["saturation"]} == set(SCALES)
+    # The first d_k draws the first samples, so a run of it alone gives the same rows.
+    assert report.saturation[:3] == softmax_saturation(dims=(16,), seed=0)
+    assert report.gradients[:3] == gradient_flow(dims=(16,), seed=0)
+    assert report.variance[:1] == score_variance(dims=(8,), seed=0)
 
 
 def test_cli_prints_tables_and_respects_seq_len():
-    result = CliRunner().invoke(main, ["experiments", "--seq-len", "16", "--seed", "4"])
+    result = CliRunner().invoke(main, ["experiments", "--seq-len", "16", "--seed", "4",
+                                       "--dims", "8,32"])
     assert result.exit_code == 0, result.output
     assert "Var(q·k)" in result.output and "ln S = 2.77" in result.output
     assert "1/√d_k" in result.output and "|∂L/∂q|" in result.output
