@@ -21,9 +21,11 @@ MIN_PASSWORD_LENGTH = 8
 _hasher = PasswordHasher()
 
 
-def hash_password(password: str) -> str:
-    if len(password) < MIN_PASSWORD_LENGTH:
-        raise ValueError(f"password too short: use at least {MIN_PASSWORD_LENGTH} characters")
+def hash_password(password: str, email: str | None = None) -> str:
+    """The argon2id hash of a new password; ValueError naming every policy problem."""
+    from .security import check_password  # length, common passwords, not the email
+
+    check_password(password, email)
     return _hasher.hash(password)
 
 

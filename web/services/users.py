@@ -28,7 +28,7 @@ def add_user(session: Session, email: str, role: str = "student", password: str 
     if find_user(session, email) is not None:
         raise ValueError(f"a user with email {email} already exists")
     user = User(email=email, role=role, name=name or email.split("@")[0],
-                password_hash=hash_password(password) if password else None)
+                password_hash=hash_password(password, email) if password else None)
     session.add(user)
     session.flush()
     course = default_course(session)
@@ -38,4 +38,4 @@ def add_user(session: Session, email: str, role: str = "student", password: str 
 
 
 def set_password(user: User, password: str) -> None:
-    user.password_hash = hash_password(password)
+    user.password_hash = hash_password(password, user.email)
