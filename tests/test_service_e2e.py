@@ -1,0 +1,108 @@
+"""A running service (`attn-grader serve`): concurrent clients, and the `submit` command."""
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+from sqlalchemy import func, select
+
+from service_support import (ROOT, _seeded_sqlite, env_for, free_port,  # noqa: F401
+                             grade_log_lines, service, wait_until)
+from web.db import session_factory
+from web.models import GradingJob, Result, Submission
+
+
+@pytest.fixture
+def server(service):
+    port = free_port()
+    log = service.tmp_path / "grades.log"
+    env = env_for(service.config, ATTN_TEST_GRADE_LOG=log)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grader.cli", "serve", "--port", str(port), "--workers", "2"],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = []
+    threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True).start()
+    url = f"http://127.0.0.1:{port}"
+
+    def up():
+        assert proc.poll() is None, "serve exited:\n" + "".join(output)
+        try:
+            return requests.get(url + "/healthz", timeout=1).ok
+        except requests.ConnectionError:
+            return False
+
+    wait_until(up, timeout=60, what="the server to answer")
+    yield url, service, log, output
+    proc.terminate()
+    proc.wait(30)
+
+
+def test_concurrent_clients_every_submission_graded_exactly_once(server):
+    url, service, log, output = server
+    tokens = [service.people["ada"]["token"], service.people["bob"]["token"]]
+
+    def client(n):
+        with requests.Session() as http:
+            http.headers["Authorization"] = f"Bearer {tokens[n % 2]}"
+            r = http.post(url + "/api/v1/submissions", timeout=30,
+                          json={"task": "sdpa" if n % 3 else "mha",
+                                "code": f"# ID=s{n}\n# SCORE={n % 11}\n"})
+            assert r.status_code == 202, r.text
+            return r.json()["id"], n
+
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        accepted = list(pool.map(client, range(32)))
+    ids = [i for i, _ in accepted]
+    assert len(set(ids)) == 32
+
+    def all_graded():
+        with session_factory(service.engine)() as session:
+            return session.scalar(select(func.count()).select_from(Submission)
+                                  .where(Submission.status == "done")) == 32
+
+    wait_until(all_graded, timeout=120, interval=0.2, what="32 submissions to be graded")
+    with session_factory(service.engine)() as session:
+        per_submission = dict(session.execute(  # submission id -> number of results
+            select(Result.submission_id, func.count(Result.id))
+            .group_by(Result.submission_id)).all())
+        attempts = session.scalars(select(GradingJob.attempts)).all()
+        workers = set(session.scalars(select(GradingJob.worker)))
+    assert per_submission == {i: 1 for i in ids}
+    assert attempts == [1] * 32 and len(workers) == 2  # both workers took a share
+    ends = [line[2] for line in grade_log_lines(log) if line[0] == "end"]
+    assert sorted(ends) == sorted(f"s{n}" for n in range(32))  # each graded once, none twice
+    http = requests.Session()
+    http.headers["Authorization"] = f"Bearer {tokens[1]}"
+    for submission_id, n in accepted:
+        view = http.get(f"{url}/api/v1/submissions/{submission_id}")
+        if n % 2 == 1:
+            assert (view.status_code, view.json()["score"]) == (200, float(n % 11))
+        else:
+            assert view.status_code == 404  # ada's, asked for with bob's token
+
+
+def test_submit_command_waits_and_prints_the_result(server, tmp_path):
+    url, service, _log, _output = server
+    good = tmp_path / "attention.py"
+    good.write_text("# SCORE=7\ndef f():\n    return 1\n")
+    env = env_for(service.config, ATTN_GRADER_TOKEN=service.people["ada"]["token"])
+    run = subprocess.run([sys.executable, "-m", "grader.cli", "submit", str(good), "--task",
+                          "sdpa", "--server", url], env=env, cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 1, run.stderr  # graded, not passed
+    assert "sdpa: 7/10 points  NOT PASSED" in run.stdout
+    assert "FAIL values" in run.stdout and "max abs error 0.3" in run.stdout
+    assert "ok   shape" in run.stdout
+
+    run = subprocess.run([sys.executable, "-m", "grader.cli", "submit", str(good), "--task",
+                          "nope", "--server", url], env=env, cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 1 and "unknown task 'nope'" in run.stderr
+    bad = tmp_path / "latin1.py"
+    bad.write_bytes(b"x = '\xe9'\n")
+    run = subprocess.run([sys.executable, "-m", "grader.cli", "submit", str(bad), "--task",
+                          "sdpa", "--server", url], env=env, cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 1 and "not UTF-8" in run.stderr
