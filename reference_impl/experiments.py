@@ -193,15 +193,15 @@ def softmax_saturation(dims=SOFTMAX_DIMS, seq_len: int = 128, batch: int = 8, qu
     out = []
     for d_k in dims:
         q, k = _queries_and_keys(d_k, seq_len, batch, queries, g, device, dtype)
+        raw_std = (q @ k.transpose(-2, -1)).std().item()  # of the unscaled scores (B, L, S)
         for name, scale_of in SCALES.items():
             scale = scale_of(d_k)
-            logits = (q @ k.transpose(-2, -1)) * scale  # (B, L, S)
             p = attention_weights(q, k, scale=scale)  # (B, L, S)
             top = p.amax(-1)  # (B, L)
             entropy = torch.special.entr(p).sum(-1)  # −Σ p log p, with 0 log 0 = 0
             out.append(SaturationRow(
                 d_k=d_k, scale=name, seq_len=seq_len, rows=top.numel(),
-                logit_std=logits.std().item(), mean_max_weight=top.mean().item(),
+                logit_std=raw_std * scale, mean_max_weight=top.mean().item(),
                 mean_entropy=entropy.mean().item(), uniform_entropy=math.log(seq_len),
                 share_max_over_0_9=(top > 0.9).double().mean().item()))
     return out
