@@ -184,7 +184,7 @@ def select_backend(level: str, limits: Limits, device: str):
     if level == "none":
         return PlainBackend(limits, device, apply_rlimits=False,
                             warnings=["sandbox disabled (--sandbox none): the submission runs unconfined"])
-    from .forkserver import ZygoteBackend
+    from .pool import ZygoteBackend
     from .wall import strict_problems
     problems = strict_problems(wall=True)
     if level == "strict":

@@ -8,6 +8,7 @@ tears everything down in ``kill``.
 """
 from __future__ import annotations
 
+import atexit
 import fcntl
 import json
 import os
@@ -18,6 +19,9 @@ import tempfile
 import threading
 import time
 
+import torch
+
+from . import wire
 from .backends import OutputCapture, SandboxUnavailable, describe_status
 from .cgroups import RunCgroup, detect
 from .limits import Limits
@@ -108,6 +112,7 @@ class Zygote:
 
 
 _zygotes: dict = {}
+_warm_pools: dict = {}
 _registry_lock = threading.Lock()
 
 
@@ -120,6 +125,7 @@ def _forget_after_fork() -> None:
         except OSError:
             pass
     _zygotes, _registry_lock = {}, threading.Lock()
+    _warm_pools.clear()  # their children belong to the parent process
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
@@ -151,7 +157,10 @@ def _probe(z: Zygote, limits: Limits) -> None:
 
 
 def shutdown() -> None:
-    """Stop every zygote of this process (tests; a service just exits)."""
+    """Stop every pre-warmed worker and zygote of this process (tests, exit)."""
+    for pool in list(_warm_pools.values()):
+        pool.close()
+    _warm_pools.clear()
     with _registry_lock:
         for z in _zygotes.values():
             z.close()
@@ -214,10 +223,11 @@ class StrictChild:
 
     # -- status pipe: "ready", then the exit status, both from trusted processes ----------
     def _read_status(self, timeout: float) -> None:
+        """Take in what the status pipe has: waits up to ``timeout`` for the first news, not more."""
         deadline = time.monotonic() + timeout
-        while self.status_fd >= 0 and self.exit is None and self.setup_error is None:
-            left = deadline - time.monotonic()
-            if not select.select([self.status_fd], [], [], max(0.0, left))[0]:
+        while self.status_fd >= 0:
+            left = max(0.0, deadline - time.monotonic())
+            if not select.select([self.status_fd], [], [], left)[0]:
                 return
             chunk = os.read(self.status_fd, 4096)
             if not chunk:
@@ -236,8 +246,7 @@ class StrictChild:
                     self.setup_error = str(msg["setup_error"])
                 if "exit" in msg:
                     self.exit, self.cpu = int(msg["exit"]), float(msg.get("cpu", 0.0))
-            if self.ready and left > 0 and timeout == 0:
-                return
+            deadline = time.monotonic()  # news arrived: drain what is there, wait no longer
 
     def wait_ready(self, timeout: float) -> str | None:
         """Block until the child is walled in and waiting (pre-warmed workers); an error or None."""
@@ -250,6 +259,19 @@ class StrictChild:
         if self.ready:
             return None
         return self.setup_error or f"the child ended during set-up ({self.describe_exit()})"
+
+    def attach(self, submission_dir: str, timeout: float) -> None:
+        """Hand a pre-warmed child its submission (over the pipe: its /sub was sealed empty)."""
+        files = {}
+        for name in sorted(os.listdir(submission_dir))[:8]:
+            with open(os.path.join(submission_dir, name), "rb") as f:
+                data = f.read(16 << 20)
+            files["/sub/" + name] = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else \
+                torch.empty(0, dtype=torch.uint8)
+        wire.write_message(self.request_fd, {"op": "files", "files": files})
+        answer = wire.read_message(self.response_fd, deadline=time.monotonic() + timeout)
+        if not answer.get("ok"):
+            raise SandboxUnavailable(f"the pre-warmed worker refused the submission: {answer}")
 
     # -- the interface Session uses ----------------------------------------------------
     def path_of(self, host_path: str) -> str:
@@ -317,31 +339,4 @@ class StrictChild:
         return self.err.text()
 
 
-class ZygoteBackend:
-    """Children forked from the shared zygote, each in its own namespaces, cgroup and uid."""
-
-    def __init__(self, limits: Limits, device: str, *, wall: bool, level: str, warnings=()):
-        self.limits, self.device, self.wall, self.level = limits, device, wall, level
-        self.warnings = list(warnings)
-        self.gpu = device.startswith("cuda")
-        self.zygote = get_zygote(wall, self.gpu, limits)  # started (and probed) once per process
-
-    def spawn(self, submission_dir: str) -> StrictChild:
-        for attempt in (0, 1):
-            zygote = self.zygote if attempt == 0 and self.zygote.alive() else get_zygote(
-                self.wall, self.gpu, self.limits)
-            self.zygote = zygote
-            try:
-                child = StrictChild(zygote, self.limits, self.device, submission_dir, warm=self.gpu)
-            except (ConnectionError, BrokenPipeError, socket.timeout, OSError):
-                if attempt:
-                    raise
-                zygote.close()  # it died under us: the next attempt starts a fresh one
-                continue
-            if self.gpu:  # CUDA initialised inside the walled child before the student's code
-                error = child.wait_ready(self.limits.load_seconds)
-                if error:
-                    child.kill()
-                    raise SandboxUnavailable(f"the GPU worker could not start: {error}")
-            return child
-        raise SandboxUnavailable("the fork server is unavailable")
+atexit.register(shutdown)

@@ -1,5 +1,5 @@
 # attack: overflow the C stack (deep recursion inside C code after lifting the recursion limit)
-# expect: crash exception
+# expect: crash exception timeout
 import sys
 
 
