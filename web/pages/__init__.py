@@ -1,0 +1,61 @@
+"""The HTML pages: sign-in, the student's assignments and results, quizzes, the instructor's views.
+
+``register(app)`` (called by ``create_app``) adds the blueprints, the template helpers and
+HTML error pages. Views are thin: they read a form, call a function from ``web.services``
+and render a template. Every template autoescapes; code is shown through Pygments, which
+escapes it too.
+"""
+from __future__ import annotations
+
+from flask import Flask, render_template, request
+from flask_login import current_user
+from flask_wtf.csrf import CSRFError
+
+from . import helpers
+
+
+def register(app: Flask) -> None:
+    from ..extensions import login_manager
+    from . import auth, instructor, quiz, student
+
+    login_manager.login_view = "auth.sign_in"
+    login_manager.login_message = "Please sign in to see that page."
+    login_manager.login_message_category = "info"
+
+    for blueprint in (auth.bp, student.bp, quiz.bp, instructor.bp):
+        app.register_blueprint(blueprint)
+
+    app.jinja_env.filters.update(
+        when=helpers.format_when, score=helpers.format_score, percent=helpers.format_percent,
+        seconds=helpers.format_seconds)
+    app.context_processor(helpers.template_globals)
+
+    for code in (403, 404, 413, 429):
+        app.register_error_handler(code, _error_page)
+    app.register_error_handler(CSRFError, _csrf_error)
+
+
+def _wants_page() -> bool:
+    return not request.path.startswith("/api/")
+
+
+def _error_page(exc):
+    if not _wants_page():
+        return exc
+    messages = {
+        403: "You do not have access to this page.",
+        404: "There is nothing here.",
+        413: "That file is too large.",
+        429: "Too many requests; wait a moment and try again.",
+    }
+    code = getattr(exc, "code", 500) or 500
+    detail = getattr(exc, "description", "") if code == 429 else ""
+    return render_template("error.html", code=code, message=messages.get(code, "Error"),
+                           detail=detail, user=current_user), code
+
+
+def _csrf_error(exc: CSRFError):
+    return render_template("error.html", code=400,
+                           message="The form expired or was not sent from this site; "
+                                   "go back, reload the page and try again.",
+                           detail=exc.description, user=current_user), 400

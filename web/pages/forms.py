@@ -1,0 +1,189 @@
+"""Flask-WTF forms of the pages (each carries a CSRF token).
+
+Quiz questions get a form class built for their kind (``answer_form``): radio buttons for
+one choice, checkboxes for several, one select per position for ordering and per left item
+for matching, a text field for numbers and a text area for code and free text.
+"""
+from __future__ import annotations
+
+from flask_wtf import FlaskForm
+from flask_wtf.file import FileAllowed, FileField
+from wtforms import (BooleanField, DateTimeLocalField, DecimalField, EmailField, FloatField,
+                     IntegerField, PasswordField, RadioField, SelectField, SelectMultipleField,
+                     StringField, SubmitField, TextAreaField)
+from wtforms import widgets
+from wtforms.validators import (DataRequired, EqualTo, InputRequired, Length, NumberRange, Optional,
+                                Regexp, ValidationError)
+
+from ..auth import MIN_PASSWORD_LENGTH
+from ..models import FEEDBACK_LEVELS, LATE_POLICIES
+
+EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
+
+
+class MultiCheckboxField(SelectMultipleField):
+    """Several choices as checkboxes (the WTForms documentation's recipe)."""
+    widget = widgets.ListWidget(prefix_label=False)
+    option_widget = widgets.CheckboxInput()
+
+
+class SignInForm(FlaskForm):
+    email = EmailField("Email", validators=[DataRequired(), Regexp(EMAIL_PATTERN, message="not an email address")])
+    password = PasswordField("Password", validators=[DataRequired()])
+    remember = BooleanField("Keep me signed in")
+    submit = SubmitField("Sign in")
+
+
+class SignUpForm(FlaskForm):
+    name = StringField("Name", validators=[DataRequired(), Length(max=200)])
+    email = EmailField("Email", validators=[DataRequired(), Regexp(EMAIL_PATTERN, message="not an email address"),
+                                            Length(max=254)])
+    password = PasswordField("Password", validators=[
+        DataRequired(), Length(min=MIN_PASSWORD_LENGTH,
+                               message=f"use at least {MIN_PASSWORD_LENGTH} characters")])
+    confirm = PasswordField("Repeat the password",
+                            validators=[DataRequired(), EqualTo("password", "the passwords differ")])
+    submit = SubmitField("Create account")
+
+    def validate_password(self, field):
+        from ..security import password_problems
+
+        problems = password_problems(field.data or "", self.email.data)
+        if problems:
+            raise ValidationError("; ".join(problems))
+
+
+class ActionForm(FlaskForm):
+    """A button that changes something (sign out, regrade, submit a quiz): CSRF only."""
+    submit = SubmitField("Go")
+
+
+class SubmissionForm(FlaskForm):
+    code = TextAreaField("Your code", render_kw={"rows": 24, "spellcheck": "false",
+                                                 "autocapitalize": "off"})
+    upload = FileField("…or upload a .py file", validators=[
+        FileAllowed(["py"], "upload a Python file (.py)")])
+    submit = SubmitField("Submit for grading")
+
+    def validate_code(self, field):
+        if not (field.data or "").strip() and not self.upload.data:
+            raise ValidationError("paste your code or choose a file to upload")
+
+
+class LanguageForm(FlaskForm):
+    lang = SelectField("Quiz language", choices=[("en", "English"), ("ru", "Русский"),
+                                                 ("zh", "中文")])
+    submit = SubmitField("Switch")
+
+
+class ManualGradeForm(FlaskForm):
+    rubric = MultiCheckboxField("Rubric points met", choices=[])
+    comment = TextAreaField("Comment for the student", validators=[Length(max=5000)],
+                            render_kw={"rows": 3})
+    submit = SubmitField("Save grade")
+
+
+class OverrideScoreForm(FlaskForm):
+    points = DecimalField("Points", validators=[InputRequired(), NumberRange(min=0)])
+    comment = TextAreaField("Comment", validators=[Length(max=5000)], render_kw={"rows": 2})
+    submit = SubmitField("Override score")
+
+
+class AssignmentSettingsForm(FlaskForm):
+    title = StringField("Title", validators=[DataRequired(), Length(max=200)])
+    visible = BooleanField("Visible to students")
+    opens_at = DateTimeLocalField("Opens (UTC)", validators=[Optional()],
+                                  format=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"])
+    deadline = DateTimeLocalField("Deadline (UTC)", validators=[Optional()],
+                                  format=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"])
+    late_policy = SelectField("After the deadline", choices=[
+        ("reject", "reject late work"), ("accept", "accept late work in full"),
+        ("penalty", "accept with a penalty")])
+    late_penalty = FloatField("Late penalty (fraction taken off, 0–1)", default=0.0,
+                              validators=[Optional(), NumberRange(min=0, max=1)])
+    max_attempts = IntegerField("Attempts allowed (empty = unlimited)",
+                                validators=[Optional(), NumberRange(min=1)])
+    rate_limit_count = IntegerField("At most this many submissions…",
+                                    validators=[Optional(), NumberRange(min=1)])
+    rate_limit_seconds = IntegerField("…per this many seconds",
+                                      validators=[Optional(), NumberRange(min=1)])
+    feedback = SelectField("Feedback students see", choices=[
+        ("full", "every check and its diagnosis, at once"),
+        ("score", "only the score"),
+        ("after_deadline", "the score before the deadline, every check after it")])
+    question_ids = MultiCheckboxField("Questions in this quiz", choices=[])
+    submit = SubmitField("Save settings")
+
+    def validate_rate_limit_seconds(self, field):
+        if bool(field.data) != bool(self.rate_limit_count.data):
+            raise ValidationError("give both the number of submissions and the window, or neither")
+
+    def validate_deadline(self, field):
+        if field.data and self.opens_at.data and field.data <= self.opens_at.data:
+            raise ValidationError("the deadline must come after the opening time")
+
+
+assert set(LATE_POLICIES) == {"reject", "accept", "penalty"}
+assert set(FEEDBACK_LEVELS) == {"full", "score", "after_deadline"}
+
+
+def answer_form(question: dict, previous=None) -> FlaskForm:
+    """A form for one rendered question (``questions.variants.render``), prefilled."""
+    kind = question["kind"]
+
+    class AnswerForm(FlaskForm):
+        submit = SubmitField("Check answer" if kind != "free_text" else "Save answer")
+
+    data = {}
+    if kind == "single":
+        AnswerForm.choice = RadioField("Answer", choices=[(o["id"], o["text"]) for o in question["options"]],
+                                       validators=[InputRequired("choose one option")])
+        data["choice"] = previous
+    elif kind == "multiple":
+        AnswerForm.choices = MultiCheckboxField(
+            "Answer", choices=[(o["id"], o["text"]) for o in question["options"]])
+        data["choices"] = previous or []
+    elif kind == "numeric":
+        AnswerForm.number = StringField("Answer", validators=[InputRequired("enter a number")],
+                                        render_kw={"inputmode": "decimal", "autocomplete": "off"})
+        data["number"] = previous
+    elif kind == "ordering":
+        items = [(i["id"], i["text"]) for i in question["items"]]
+        for index in range(len(items)):
+            setattr(AnswerForm, f"pos{index}", SelectField(f"{index + 1}.", choices=items))
+            data[f"pos{index}"] = previous[index] if previous and index < len(previous) else items[index][0]
+    elif kind == "matching":
+        rights = [("", "—")] + [(r["id"], r["text"]) for r in question["right"]]
+        for index, left in enumerate(question["left"]):
+            setattr(AnswerForm, f"match{index}", SelectField(left["text"], choices=rights,
+                                                             validators=[InputRequired()]))
+            data[f"match{index}"] = (previous or {}).get(left["id"], "")
+    elif kind == "code":
+        AnswerForm.code = TextAreaField("Your function", validators=[InputRequired()],
+                                        render_kw={"rows": 12, "spellcheck": "false",
+                                                   "class": "code-input"})
+        data["code"] = previous if previous is not None else question.get("template", "")
+    else:  # free_text
+        AnswerForm.text = TextAreaField("Your answer", validators=[InputRequired(), Length(max=20000)],
+                                        render_kw={"rows": 8})
+        data["text"] = previous
+    return AnswerForm(data=data, prefix=f"q-{question['id']}")
+
+
+def answer_from_form(question: dict, form: FlaskForm):
+    """The answer in the shape ``questions.answers.grade_answer`` reads."""
+    kind = question["kind"]
+    if kind == "single":
+        return form.choice.data
+    if kind == "multiple":
+        return list(form.choices.data or [])
+    if kind == "numeric":
+        return form.number.data.strip()
+    if kind == "ordering":
+        return [getattr(form, f"pos{i}").data for i in range(len(question["items"]))]
+    if kind == "matching":
+        return {left["id"]: getattr(form, f"match{i}").data
+                for i, left in enumerate(question["left"]) if getattr(form, f"match{i}").data}
+    if kind == "code":
+        return form.code.data
+    return form.text.data

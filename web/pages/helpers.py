@@ -1,0 +1,99 @@
+"""What the page views share: access rules, formatting filters, Markdown and Pygments."""
+from __future__ import annotations
+
+import difflib
+from datetime import datetime
+from functools import wraps
+
+import markdown
+from flask import abort, session
+from flask_login import current_user, login_required
+from markupsafe import Markup
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import DiffLexer, PythonLexer
+
+from ..extensions import db_session
+from ..models import utcnow
+
+LANGUAGES = {"en": "English", "ru": "Русский", "zh": "中文"}
+PYGMENTS_STYLE = "friendly"
+
+
+def instructor_required(view):
+    """Signed-in instructors only; a student gets 403, an anonymous visitor the sign-in page."""
+    @login_required
+    @wraps(view)
+    def wrapped(*args, **kwargs):
+        if not current_user.is_instructor:
+            abort(403)
+        return view(*args, **kwargs)
+    return wrapped
+
+
+def db():
+    return db_session()
+
+
+def quiz_language() -> str:
+    """The quiz language: the session's choice, else the account's, else English."""
+    lang = session.get("lang")
+    if lang not in LANGUAGES and current_user.is_authenticated:
+        lang = current_user.locale
+    return lang if lang in LANGUAGES else "en"
+
+
+# ---- filters -----------------------------------------------------------------------------
+
+def format_when(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else "—"
+
+
+def format_score(value, top=None) -> str:
+    if value is None:
+        return "—"
+    text = f"{value:.4g}" if isinstance(value, float) else str(value)
+    return f"{text} / {top:.4g}" if top is not None else text
+
+
+def format_percent(value) -> str:
+    return "—" if value is None else f"{100 * value:.0f}%"
+
+
+def format_seconds(value) -> str:
+    if value is None:
+        return "—"
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f} s"
+
+
+def template_globals() -> dict:
+    return {"languages": LANGUAGES, "now": utcnow()}
+
+
+# ---- rendering ---------------------------------------------------------------------------
+
+def render_markdown(text: str) -> Markup:
+    """Trusted Markdown (task specs from the repository) to HTML, code blocks highlighted."""
+    html = markdown.markdown(text, extensions=["fenced_code", "tables", "codehilite", "sane_lists"],
+                             extension_configs={"codehilite": {"css_class": "highlight",
+                                                               "guess_lang": False}})
+    return Markup(html)
+
+
+def highlight_python(code: str, linenos: bool = True) -> Markup:
+    """Untrusted code as highlighted HTML; Pygments escapes every token."""
+    formatter = HtmlFormatter(linenos="table" if linenos else False, cssclass="highlight")
+    return Markup(highlight(code, PythonLexer(), formatter))
+
+
+def code_diff(old: str, new: str, old_name: str, new_name: str) -> Markup | None:
+    """A unified diff of two submissions, highlighted (escaped) by Pygments; None if equal."""
+    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name,
+                                      lineterm="", n=3))
+    if not lines:
+        return None
+    return Markup(highlight("\n".join(lines), DiffLexer(), HtmlFormatter(cssclass="highlight")))
+
+
+def pygments_css() -> str:
+    return HtmlFormatter(style=PYGMENTS_STYLE).get_style_defs(".highlight")

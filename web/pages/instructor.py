@@ -1,0 +1,244 @@
+"""Instructor pages: scores, per-assignment statistics, a submission, grading, settings, jobs."""
+from __future__ import annotations
+
+from flask import Blueprint, Response, abort, flash, redirect, render_template, request, url_for
+from flask_login import current_user
+
+from ..extensions import state
+from ..models import QuizAnswer, Submission
+from ..services import analytics, courses, gradebook, quizzes, review
+from ..services.submissions import SubmissionRejected, submission_view
+from . import charts
+from .forms import ActionForm, AssignmentSettingsForm, ManualGradeForm, OverrideScoreForm
+from .helpers import db, highlight_python, instructor_required
+from .results import describe_check
+
+bp = Blueprint("instructor", __name__, url_prefix="/instructor")
+
+
+def _course():
+    course = courses.default_course(db())
+    if course is None:
+        abort(404)
+    return course
+
+
+def _assignment(slug: str):
+    assignment = courses.find_assignment(db(), slug)
+    if assignment is None:
+        abort(404)
+    return assignment
+
+
+def _bank():
+    return quizzes._bank()
+
+
+@bp.get("/")
+@instructor_required
+def overview():
+    sort = request.args.get("sort", "name")
+    descending = request.args.get("dir") == "desc"
+    query = request.args.get("q", "")
+    assignments, rows = analytics.score_matrix(db(), _course(), query, sort, descending)
+    return render_template("instructor/overview.html", assignments=assignments, rows=rows,
+                           sort=sort, descending=descending, query=query,
+                           layouts=gradebook.LAYOUTS)
+
+
+@bp.get("/scores.csv")
+@instructor_required
+def scores_csv():
+    layout = request.args.get("layout", "plain")
+    if layout not in gradebook.LAYOUTS:
+        abort(404)
+    text = gradebook.export_csv(db(), _course(), layout)
+    name = "scores.csv" if layout == "plain" else f"scores-{layout}.csv"
+    return Response(text, mimetype="text/csv",
+                    headers={"Content-Disposition": f"attachment; filename={name}"})
+
+
+@bp.get("/charts/<slug>/scores.svg")
+@instructor_required
+def score_chart(slug: str):
+    assignment = _assignment(slug)
+    scores, top = analytics.best_scores(db(), assignment)
+    return Response(charts.score_histogram(scores, top, assignment.title),
+                    mimetype="image/svg+xml")
+
+
+@bp.get("/charts/<slug>/failures.svg")
+@instructor_required
+def failure_chart(slug: str):
+    assignment = _assignment(slug)
+    rates = analytics.check_failure_rates(db(), assignment)
+    return Response(charts.failure_bars(rates), mimetype="image/svg+xml")
+
+
+@bp.get("/assignments/<slug>")
+@instructor_required
+def assignment(slug: str):
+    item = _assignment(slug)
+    session = db()
+    context = {"assignment": item}
+    if item.kind == "task":
+        context["failures"] = analytics.check_failure_rates(session, item)
+        context["submissions"] = analytics.submission_rows(session, item)
+    else:
+        context["questions"] = analytics.question_stats(session, item, _bank())
+        context["pending"] = len(quizzes.pending_manual(session, item))
+    return render_template("instructor/assignment.html", **context)
+
+
+@bp.route("/assignments/<slug>/settings", methods=["GET", "POST"])
+@instructor_required
+def settings(slug: str):
+    item = _assignment(slug)
+    form = AssignmentSettingsForm(obj=item)
+    bank = _bank()
+    if item.kind == "quiz":
+        form.question_ids.choices = [(q.id, f"{q.id} — {q.text('title', 'en')} ({q.kind})")
+                                     for q in bank]
+        if not form.is_submitted():
+            form.question_ids.data = list(item.question_ids or [])
+    else:
+        del form.question_ids
+    if form.validate_on_submit():
+        data = {name: field.data for name, field in form._fields.items()}
+        review.apply_settings(item, data)
+        db().commit()
+        flash(f"Settings of {item.title} saved.", "success")
+        return redirect(url_for("instructor.settings", slug=slug))
+    missing = [qid for qid in (item.question_ids or []) if qid not in bank]
+    return render_template("instructor/settings.html", assignment=item, form=form, missing=missing)
+
+
+@bp.route("/submissions/<int:submission_id>", methods=["GET"])
+@instructor_required
+def submission(submission_id: int):
+    sub = db().get(Submission, submission_id)
+    if sub is None:
+        abort(404)
+    view = submission_view(sub, current_user)
+    checks = [dict(describe_check(c), position=i) for i, c in enumerate(view["checks"])]
+    form = OverrideScoreForm()
+    return render_template("instructor/submission.html", sub=sub, view=view, checks=checks,
+                           code_html=highlight_python(sub.code), regrade_form=ActionForm(),
+                           override_form=form)
+
+
+@bp.post("/submissions/<int:submission_id>/regrade")
+@instructor_required
+def regrade(submission_id: int):
+    sub = db().get(Submission, submission_id)
+    if sub is None:
+        abort(404)
+    if ActionForm().validate_on_submit():
+        try:
+            review.requeue_submission(db(), sub, state().dispatcher)
+        except ValueError as exc:
+            flash(f"Not regraded: {exc}.", "error")
+        else:
+            flash(f"Attempt #{sub.id} is queued for grading again.", "success")
+            return redirect(url_for("student.submission", submission_id=sub.id))
+    return redirect(url_for("instructor.submission", submission_id=sub.id))
+
+
+@bp.post("/submissions/<int:submission_id>/override")
+@instructor_required
+def override(submission_id: int):
+    sub = db().get(Submission, submission_id)
+    if sub is None:
+        abort(404)
+    form = OverrideScoreForm()
+    if form.validate_on_submit():
+        try:
+            quizzes.grade_submission_manually(db(), current_user, sub, float(form.points.data),
+                                              form.comment.data or "")
+            db().commit()
+            flash("Score overridden.", "success")
+        except SubmissionRejected as exc:
+            db().rollback()
+            flash(f"Not saved: {exc.message}.", "error")
+    else:
+        flash("Not saved: " + "; ".join(e for es in form.errors.values() for e in es), "error")
+    return redirect(url_for("instructor.submission", submission_id=sub.id))
+
+
+@bp.get("/grading")
+@instructor_required
+def grading_queue():
+    session = db()
+    bank = _bank()
+    items = []
+    for quiz in [a for a in _course().assignments if a.kind == "quiz"]:
+        for answer in quizzes.pending_manual(session, quiz):
+            items.append(_grading_item(answer, bank))
+    return render_template("instructor/grading.html", items=items)
+
+
+def _grading_item(answer: QuizAnswer, bank) -> dict:
+    from questions.answers import solution
+    from questions.variants import render
+
+    question = bank.get(answer.question_id)
+    lang = answer.attempt.lang
+    form = ManualGradeForm(prefix=f"a{answer.id}")
+    sol = solution(question, answer.seed, "en")
+    form.rubric.choices = [(r["id"], f"{r['text']} ({r['points']:g} pt)") for r in sol.get("rubric", [])]
+    return {"answer": answer, "question": render(question, answer.seed, lang),
+            "solution": sol, "form": form, "student": answer.attempt.user,
+            "assignment": answer.attempt.assignment}
+
+
+@bp.post("/grading/<int:answer_id>")
+@instructor_required
+def grade_answer(answer_id: int):
+    from questions.answers import AnswerFormatError, score_rubric
+
+    session = db()
+    answer = session.get(QuizAnswer, answer_id)
+    if answer is None:
+        abort(404)
+    item = _grading_item(answer, _bank())
+    form = ManualGradeForm(prefix=f"a{answer.id}")
+    form.rubric.choices = item["form"].rubric.choices
+    if not form.validate_on_submit():
+        flash("Not saved: " + "; ".join(e for es in form.errors.values() for e in es), "error")
+        return redirect(url_for("instructor.grading_queue"))
+    try:
+        verdict = score_rubric(_bank().get(answer.question_id), form.rubric.data or [],
+                               answer.attempt.lang)
+        quizzes.grade_answer_manually(session, current_user, answer, verdict.points,
+                                      (form.comment.data or "").strip())
+        answer.details = {**(answer.details or {}), **verdict.details}
+        session.commit()
+    except (AnswerFormatError, quizzes.QuizError) as exc:
+        session.rollback()
+        flash(f"Not saved: {exc}", "error")
+    else:
+        flash(f"Saved {verdict.points:g} / {answer.max_points:g} for {answer.attempt.user.email}.",
+              "success")
+    return redirect(url_for("instructor.grading_queue"))
+
+
+@bp.get("/jobs")
+@instructor_required
+def jobs():
+    return render_template("instructor/jobs.html", stats=analytics.job_stats(db()))
+
+
+@bp.route("/questions", methods=["GET", "POST"])
+@instructor_required
+def question_bank():
+    form = ActionForm()
+    problems = None
+    bank = _bank()
+    if form.validate_on_submit():
+        bank, problems = review.reload_bank(run_code=bool(request.form.get("run_code")))
+        flash(f"Question bank reloaded: {len(bank)} questions, {len(problems)} problem(s).",
+              "success" if not problems else "error")
+    quizzes_using = {a.slug: set(a.question_ids or []) for a in _course().assignments
+                     if a.kind == "quiz"}
+    return render_template("instructor/questions.html", bank=bank, problems=problems,
+                           form=form, quizzes_using=quizzes_using)

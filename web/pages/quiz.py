@@ -1,0 +1,133 @@
+"""Quiz pages: the student's own variant in their language, answered one question at a time."""
+from __future__ import annotations
+
+from flask import (Blueprint, abort, current_app, flash, redirect, render_template, request,
+                   session, url_for)
+from flask_login import current_user, login_required
+
+from ..models import QuizAttempt
+from ..services import courses, progress, quizzes
+from .auth import _safe_next
+from .forms import ActionForm, LanguageForm, answer_form, answer_from_form
+from .helpers import LANGUAGES, db, quiz_language
+
+bp = Blueprint("quiz", __name__)
+
+
+def _quiz(slug: str):
+    assignment = courses.find_assignment(db(), slug)
+    if assignment is None or assignment.kind != "quiz" or \
+            (not assignment.visible and not current_user.is_instructor):
+        abort(404)
+    return assignment
+
+
+def _attempt_items(attempt: QuizAttempt, lang: str, with_forms: bool) -> list[dict]:
+    """Each question as rendered for the attempt, with its stored answer and grades."""
+    items = []
+    for shown, row in zip(quizzes.rendered_questions(attempt, lang), attempt.answers):
+        question = shown["question"]
+        manual = row.manual_grades[-1] if row.manual_grades else None
+        items.append({**shown, "row": row, "manual": manual, "answered": row.answered_at is not None,
+                      "form": answer_form(question, row.answer) if with_forms else None})
+    return items
+
+
+@bp.route("/quiz/<slug>")
+@login_required
+def quiz(slug: str):
+    assignment = _quiz(slug)
+    session_db = db()
+    lang = quiz_language()
+    attempt = quizzes.open_attempt(session_db, current_user, assignment)
+    past = session_db.query(QuizAttempt).filter_by(
+        user_id=current_user.id, assignment_id=assignment.id, status="submitted") \
+        .order_by(QuizAttempt.id.desc()).all()
+    items = _attempt_items(attempt, lang, with_forms=True) if attempt else []
+    return render_template("quiz/quiz.html", assignment=assignment, attempt=attempt, items=items,
+                           past=past, lang=lang, standing=progress.standing(session_db, current_user, assignment),
+                           action_form=ActionForm(), lang_form=LanguageForm(lang=lang))
+
+
+@bp.post("/quiz/<slug>/start")
+@login_required
+def start(slug: str):
+    assignment = _quiz(slug)
+    if ActionForm().validate_on_submit():
+        try:
+            quizzes.start_attempt(db(), current_user, assignment, lang=quiz_language())
+            db().commit()
+        except quizzes.QuizError as exc:
+            db().rollback()
+            flash(f"Cannot start the quiz: {exc}", "error")
+    return redirect(url_for("quiz.quiz", slug=slug))
+
+
+@bp.post("/quiz/<slug>/questions/<question_id>")
+@login_required
+def answer(slug: str, question_id: str):
+    assignment = _quiz(slug)
+    session_db = db()
+    attempt = quizzes.open_attempt(session_db, current_user, assignment)
+    if attempt is None:
+        flash("This quiz has no open attempt; start one first.", "error")
+        return redirect(url_for("quiz.quiz", slug=slug))
+    lang = quiz_language()
+    shown = next((q["question"] for q in quizzes.rendered_questions(attempt, lang)
+                  if q["question_id"] == question_id), None)
+    if shown is None:
+        abort(404)
+    form = answer_form(shown)
+    if not form.validate_on_submit():
+        problems = "; ".join(e for errors in form.errors.values() for e in errors)
+        flash(f"Answer not saved: {problems}", "error")
+    else:
+        try:
+            quizzes.answer_question(session_db, attempt, question_id, answer_from_form(shown, form),
+                                    lang=lang, sandbox=current_app.config["SANDBOX"])
+            session_db.commit()
+        except quizzes.QuizError as exc:
+            session_db.rollback()
+            flash(f"Answer not accepted: {exc}", "error")
+    return redirect(url_for("quiz.quiz", slug=slug) + f"#q-{question_id}")
+
+
+@bp.post("/quiz/<slug>/submit")
+@login_required
+def submit(slug: str):
+    assignment = _quiz(slug)
+    attempt = quizzes.open_attempt(db(), current_user, assignment)
+    if attempt is None or not ActionForm().validate_on_submit():
+        return redirect(url_for("quiz.quiz", slug=slug))
+    quizzes.submit_attempt(db(), attempt)
+    db().commit()
+    flash("Quiz submitted." + (" Free-text answers wait for your instructor's review."
+                               if attempt.needs_manual else ""), "success")
+    return redirect(url_for("quiz.attempt", attempt_id=attempt.id))
+
+
+@bp.get("/quiz/attempts/<int:attempt_id>")
+@login_required
+def attempt(attempt_id: int):
+    row = db().get(QuizAttempt, attempt_id)
+    if row is None or (row.user_id != current_user.id and not current_user.is_instructor):
+        abort(404)
+    lang = quiz_language()
+    return render_template("quiz/attempt.html", attempt=row, assignment=row.assignment,
+                           items=_attempt_items(row, lang, with_forms=False), lang=lang,
+                           lang_form=LanguageForm(lang=lang))
+
+
+@bp.post("/language")
+@login_required
+def set_language():
+    form = LanguageForm()
+    if form.validate_on_submit() and form.lang.data in LANGUAGES:
+        session["lang"] = form.lang.data
+        current_user.locale = form.lang.data
+        attempt_lang = form.lang.data
+        # an open attempt follows, so its feedback comes in the new language too
+        for attempt in db().query(QuizAttempt).filter_by(user_id=current_user.id, status="open"):
+            attempt.lang = attempt_lang
+        db().commit()
+    return redirect(_safe_next(request.form.get("next")) or url_for("student.home"))

@@ -1,0 +1,52 @@
+"""Turning a check's ``details`` into what the result page shows: facts, pictures, the rest."""
+from __future__ import annotations
+
+import json
+
+# details key -> label, in the order a student reads them
+FACTS = (
+    ("case", "failing case"),
+    ("shapes", "input shapes"),
+    ("diagnosis", "diagnosis"),
+    ("input", "input"),
+    ("dtype", "dtype"),
+    ("mask", "mask"),
+    ("max_error", "largest error"),
+    ("tolerance", "allowed error"),
+    ("worst_index", "at index"),
+    ("worst_value", "your value there"),
+    ("expected_value", "expected value"),
+    ("nonfinite", "NaN/inf values"),
+    ("max_abs_logit", "largest |logit|"),
+    ("d_k", "d_k"),
+    ("scale_argument", "scale argument"),
+    ("fitted_scale", "scale found in your weights"),
+    ("r2", "fit R²"),
+    ("row_sums", "row sums (first rows)"),
+)
+PICTURE_KEYS = {"weights_submission", "weights_reference", "variance_by_dk"}
+
+
+def _show(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (list, dict)):
+        text = json.dumps(value, ensure_ascii=False)
+        return text if len(text) <= 300 else text[:297] + "…"
+    return str(value)
+
+
+def describe_check(check: dict) -> dict:
+    """The check plus ``facts`` [(label, text)], ``other`` [(key, text)] and which plots exist."""
+    details = check.get("details") or {}
+    if not isinstance(details, dict):
+        details = {"details": details}
+    facts = [(label, _show(details[key])) for key, label in FACTS
+             if details.get(key) is not None]
+    known = {key for key, _ in FACTS} | PICTURE_KEYS
+    other = [(key, _show(value)) for key, value in details.items()
+             if key not in known and value is not None]
+    return {**check, "facts": facts, "other": other,
+            "has_weights": isinstance(details.get("weights_submission"), list),
+            "has_variance": isinstance(details.get("variance_by_dk"), list)
+            and bool(details["variance_by_dk"])}

@@ -1,0 +1,137 @@
+"""The student's pages: home, a task (spec, starter, editor, submit), a result and its plots."""
+from __future__ import annotations
+
+from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redirect,
+                   render_template, url_for)
+from flask_login import current_user, login_required
+
+from ..extensions import state
+from ..services import courses, progress, submissions
+from . import charts
+from .forms import ActionForm, SubmissionForm
+from .helpers import code_diff, db, pygments_css, render_markdown
+from .results import describe_check
+
+bp = Blueprint("student", __name__)
+
+
+def _task_assignment(slug: str):
+    assignment = courses.find_assignment(db(), slug)
+    if assignment is None or assignment.kind != "task" or \
+            (not assignment.visible and not current_user.is_instructor):
+        abort(404)
+    return assignment
+
+
+def _task(assignment):
+    from grader.tasks import TASKS
+
+    task = TASKS.get(assignment.task_id)
+    if task is None:
+        abort(404)
+    return task
+
+
+def _own_submission(submission_id: int):
+    """The submission if the viewer may see it; 404 otherwise (no hint that it exists)."""
+    sub = submissions.get_submission(db(), current_user, submission_id)
+    if sub is None:
+        abort(404)
+    return sub
+
+
+@bp.get("/")
+@login_required
+def home():
+    rows = progress.home_rows(db(), current_user)
+    return render_template("student/home.html", rows=rows)
+
+
+@bp.route("/tasks/<slug>", methods=["GET", "POST"])
+@login_required
+def task(slug: str):
+    assignment = _task_assignment(slug)
+    spec = _task(assignment)
+    session = db()
+    form = SubmissionForm()
+    if form.validate_on_submit():
+        upload = form.upload.data
+        code = upload.read() if upload else form.code.data
+        filename = (upload.filename if upload else "") or "submission.py"
+        config = current_app.config
+        try:
+            sub = submissions.submit(session, current_user, assignment, code, filename=filename,
+                                     dispatcher=state().dispatcher,
+                                     max_bytes=config["MAX_SUBMISSION_BYTES"],
+                                     max_attempts=config["MAX_ATTEMPTS"])
+        except submissions.SubmissionRejected as exc:
+            session.rollback()
+            flash(f"Not submitted: {exc.message}", "error")
+        else:
+            return redirect(url_for("student.submission", submission_id=sub.id))
+    history = progress.history(session, current_user.id, assignment.id)
+    if not form.is_submitted():
+        form.code.data = history[0].code if history else spec.template
+    standing = progress.standing(session, current_user, assignment)
+    return render_template("student/task.html", assignment=assignment, spec=spec,
+                           spec_html=render_markdown(spec.spec_markdown), form=form,
+                           history=history, standing=standing)
+
+
+@bp.get("/tasks/<slug>/starter.py")
+@login_required
+def starter(slug: str):
+    assignment = _task_assignment(slug)
+    return Response(_task(assignment).template, mimetype="text/x-python",
+                    headers={"Content-Disposition": f"attachment; filename={assignment.task_id}.py"})
+
+
+@bp.get("/submissions/<int:submission_id>")
+@login_required
+def submission(submission_id: int):
+    session = db()
+    sub = _own_submission(submission_id)
+    view = submissions.submission_view(sub, current_user)
+    checks = [dict(describe_check(c), position=i) for i, c in enumerate(view["checks"])]
+    previous = progress.previous_submission(session, sub)
+    diff = code_diff(previous.code, sub.code, f"attempt #{previous.id}", f"attempt #{sub.id}") \
+        if previous else None
+    history = progress.history(session, sub.user_id, sub.assignment_id)
+    return render_template("student/submission.html", sub=sub, view=view, checks=checks,
+                           previous=previous, diff=diff, history=history,
+                           regrade_form=ActionForm())
+
+
+@bp.get("/submissions/<int:submission_id>/status.json")
+@login_required
+def submission_status(submission_id: int):
+    sub = _own_submission(submission_id)
+    job = sub.job
+    return jsonify(id=sub.id, status=sub.status, score=sub.score, max_score=sub.max_score,
+                   finished=sub.status in ("done", "failed"),
+                   job_status=job.status if job else None)
+
+
+@bp.get("/submissions/<int:submission_id>/checks/<int:position>/<any(weights, variance):plot>.svg")
+@login_required
+def check_plot(submission_id: int, position: int, plot: str):
+    sub = _own_submission(submission_id)
+    view = submissions.submission_view(sub, current_user)  # honours the feedback setting
+    if position >= len(view["checks"]):
+        abort(404)
+    details = view["checks"][position].get("details") or {}
+    if plot == "weights" and isinstance(details.get("weights_submission"), list):
+        svg = charts.weights_heatmaps(details["weights_submission"],
+                                      details.get("weights_reference"))
+    elif plot == "variance" and details.get("variance_by_dk"):
+        svg = charts.variance_plot(details["variance_by_dk"])
+    else:
+        abort(404)
+    return Response(svg, mimetype="image/svg+xml",
+                    headers={"Cache-Control": "private, max-age=3600"})
+
+
+@bp.get("/pygments.css")
+def pygments_stylesheet():
+    return Response(pygments_css(), mimetype="text/css",
+                    headers={"Cache-Control": "public, max-age=86400"})

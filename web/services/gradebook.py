@@ -1,0 +1,63 @@
+"""Score exports in the column layouts that LMS gradebooks import.
+
+- ``plain``: one row per student and assignment (``scores.scores_csv``).
+- ``canvas``: Canvas's gradebook CSV: ``Student, ID, SIS User ID, SIS Login ID, Section``,
+  then one column per assignment, and a ``Points Possible`` row. Canvas matches students by
+  SIS Login ID (the email here) when ID is empty, and creates an assignment for each new
+  column on import.
+- ``moodle``: one row per student with ``Email address`` as the identifier Moodle's
+  "Import grades from CSV" maps to a user, then one column per assignment.
+"""
+from __future__ import annotations
+
+import csv
+import io
+
+from sqlalchemy.orm import Session
+
+from ..models import Course
+from .scores import scores_csv, scores_table
+
+LAYOUTS = ("plain", "canvas", "moodle")
+
+
+def _pivot(session: Session, course: Course):
+    assignments = list(course.assignments)
+    students: dict[int, dict] = {}
+    for row in scores_table(session, course):
+        student = students.setdefault(row["user_id"], {"email": row["email"], "name": row["name"],
+                                                       "scores": {}, "max": {}})
+        student["scores"][row["assignment"]] = row["best_score"]
+        student["max"][row["assignment"]] = row["max_score"]
+    return assignments, list(students.values())
+
+
+def _number(value) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+def export_csv(session: Session, course: Course, layout: str = "plain") -> str:
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}: use one of {', '.join(LAYOUTS)}")
+    if layout == "plain":
+        return scores_csv(scores_table(session, course))
+    assignments, students = _pivot(session, course)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    titles = [f"{a.title} ({a.slug})" for a in assignments]
+    if layout == "canvas":
+        writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *titles])
+        tops = []
+        for a in assignments:
+            known = [s["max"][a.slug] for s in students if s["max"].get(a.slug) is not None]
+            tops.append(_number(max(known)) if known else "")
+        writer.writerow(["    Points Possible", "", "", "", "", *tops])
+        for s in students:
+            writer.writerow([s["name"], "", "", s["email"], course.title,
+                             *(_number(s["scores"].get(a.slug)) for a in assignments)])
+    else:
+        writer.writerow(["Email address", "Full name", *titles])
+        for s in students:
+            writer.writerow([s["email"], s["name"],
+                             *(_number(s["scores"].get(a.slug)) for a in assignments)])
+    return out.getvalue()
