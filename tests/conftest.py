@@ -5,3 +5,6 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+
+# The service's fixtures (databases on SQLite and PostgreSQL, Redis, a fake grader).
+pytest_plugins = ["service_support"]

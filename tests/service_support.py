@@ -199,17 +199,53 @@ def _seeded_sqlite(tmp_path_factory):
     return path, people
 
 
-@pytest.fixture
-def service(tmp_path, _seeded_sqlite):
-    """A migrated SQLite database with people, and its config (fake grader, short lease)."""
+@pytest.fixture(scope="session")
+def _seeded_pg(pg_url):
+    """The session's PostgreSQL database, migrated and seeded once."""
+    from web.db import get_engine
+
+    migrate(pg_url)
+    return pg_url, seed_people(get_engine(pg_url))
+
+
+def _reset_pg(url: str) -> None:
+    """Empty everything but the people, and put the default assignments back."""
+    from sqlalchemy import text
+
+    from web.db import get_engine, session_factory
+    from web.services.courses import ensure_default_course
+
+    engine = get_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("TRUNCATE manual_grades, quiz_answers, quiz_attempts, check_results, "
+                          "results, grading_jobs, submissions, assignments "
+                          "RESTART IDENTITY CASCADE"))
+    with session_factory(engine)() as session:
+        ensure_default_course(session)
+        session.commit()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
+def service(request, tmp_path):
+    """A migrated database with people, and its config (fake grader, short lease).
+
+    Runs each test twice: on SQLite (a copy of a seeded file) and on the PostgreSQL at
+    127.0.0.1 (skipped with a reason when it is unreachable).
+    """
     import shutil
     from types import SimpleNamespace
 
     from web.db import dispose_engines, get_engine
 
-    template, people = _seeded_sqlite
-    shutil.copy(template, tmp_path / "grader.db")
-    config = make_config(tmp_path)
+    if request.param == "sqlite":
+        template, people = request.getfixturevalue("_seeded_sqlite")
+        shutil.copy(template, tmp_path / "grader.db")
+        url = f"sqlite:///{tmp_path / 'grader.db'}"
+    else:
+        url, people = request.getfixturevalue("_seeded_pg")
+        _reset_pg(url)
+    config = make_config(tmp_path, url)
     engine = get_engine(config["DATABASE_URL"])
-    yield SimpleNamespace(config=config, engine=engine, people=people, tmp_path=tmp_path)
+    yield SimpleNamespace(config=config, engine=engine, people=people, tmp_path=tmp_path,
+                          backend=request.param)
     dispose_engines()

@@ -4,7 +4,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from service_support import _seeded_sqlite, fake_grade, service  # noqa: F401
+from service_support import fake_grade, service  # noqa: F401
 from web.db import session_factory
 from web.dispatch import claim as claims
 from web.dispatch.reconciler import HOST_LOST, reconcile

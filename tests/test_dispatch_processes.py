@@ -6,7 +6,7 @@ import dramatiq
 import pytest
 from sqlalchemy import func, select
 
-from service_support import (_seeded_sqlite, fake_grade, grade_log_lines,  # noqa: F401
+from service_support import (fake_grade, grade_log_lines,  # noqa: F401
                              service, spawn_worker, wait_until)
 from web import create_app
 from web.db import session_factory

@@ -5,7 +5,7 @@ import stat
 import pytest
 from sqlalchemy import inspect, select
 
-from service_support import _seeded_sqlite, make_config, service  # noqa: F401
+from service_support import make_config, service  # noqa: F401
 from web import create_app
 from web.auth import authenticate, hash_password, issue_token, revoke_tokens, user_for_token
 from web.config import load_config
