@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import GRADER_VERSION
-from .checks.base import Context, Fail, StudentFailure
+from .checks.base import Context, Fail, StudentFailure, clean_traceback
 from .sandbox import Session
 from .tasks import TASKS
 
@@ -163,7 +163,7 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
                 msg = f"importing your file took too long ({err.message}): move slow work out of module level"
             else:
                 msg = f"importing your file failed: {err.exc_type + ': ' if err.exc_type else ''}{err.message}"
-            return _finish(report, session, fail_load("load.import", msg, {"traceback": err.traceback}))
+            return _finish(report, session, fail_load("load.import", msg, {"traceback": clean_traceback(err.traceback)}))
         add("load.import", True, f"the file imports and defines {t.function}()")
         problem = _signature_problem(t, loaded.params)
         if problem:
@@ -203,7 +203,7 @@ def _run_checks(report, session, t, seed, device, add, progress, total):
             message, details = f.message, f.details
         except StudentFailure as s:
             message = s.describe()
-            details = {"error_kind": s.error.kind, "traceback": s.error.traceback[-3000:]}
+            details = {"error_kind": s.error.kind, "traceback": clean_traceback(s.error.traceback)[-3000:]}
         except Exception as exc:  # a grader bug must not take the other checks down
             message = f"the grader could not run this check ({type(exc).__name__}); please report it"
             details = {"internal_error": f"{type(exc).__name__}: {exc}"[:500]}

@@ -7,6 +7,8 @@ raised for it when the student's code itself crashed, hung or raised.
 """
 from __future__ import annotations
 
+import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -36,9 +38,9 @@ class StudentFailure(Exception):
         if e.kind == "exception":
             where = f" ({self.during})" if self.during else ""
             msg = f"your function raised {e.exc_type or 'an exception'}{where}: {e.message}"
-            frames = [ln for ln in e.traceback.splitlines() if ln.strip().startswith("File ")]
-            if frames:
-                msg += f"; last line of yours: {frames[-1].strip()}"
+            where = last_student_line(e.traceback)
+            if where:
+                msg += f" (at {where})"
             return msg
         if e.kind == "timeout":
             return f"your function did not finish in time{' (' + self.during + ')' if self.during else ''}: " \
@@ -46,6 +48,23 @@ class StudentFailure(Exception):
         if e.kind == "memory":
             return f"your function ran out of memory ({e.message})"
         return f"your function's process failed: {e.message}"
+
+
+def last_student_line(traceback: str) -> str:
+    """'submission.py line 12: scores = q @ k.T' from the student's own traceback frames."""
+    lines = traceback.splitlines()
+    found = ""
+    for i, line in enumerate(lines):
+        m = re.match(r'\s*File "(.*?)", line (\d+)', line)
+        if m:
+            code = lines[i + 1].strip() if i + 1 < len(lines) and not lines[i + 1].strip().startswith("File ") else ""
+            found = f"{os.path.basename(m.group(1))} line {m.group(2)}" + (f": {code}" if code else "")
+    return found
+
+
+def clean_traceback(traceback: str) -> str:
+    """The student's traceback with the sandbox's temporary directory taken out of the paths."""
+    return re.sub(r'File "[^"]*/([^"/]+)"', r'File "\1"', traceback)
 
 
 @dataclass
@@ -80,6 +99,7 @@ class Context:
         self.check_seconds = check_seconds
         self.deadline = float("inf")
         self.calls = 0
+        self.tensor_calls = 0               # calls that returned a tensor of the expected shape
 
     def start(self, check_id: str) -> None:
         self.current = check_id
@@ -105,8 +125,9 @@ class Context:
     def tensor_out(self, result, shape: tuple, what: str = "") -> torch.Tensor:
         """The call's output, or a Fail naming what came back instead of a tensor of ``shape``."""
         if result.output is None:
-            kind = result.output_type or "nothing"
-            hint = " (did you forget a return statement?)" if kind == "builtins.NoneType" else ""
+            kind = {"builtins.NoneType": "None", "builtins.ellipsis": "... (Ellipsis)"}.get(
+                result.output_type, result.output_type or "nothing")
+            hint = " (did you forget a return statement?)" if kind == "None" else ""
             raise Fail(f"your function returned {kind} instead of a torch.Tensor{hint}",
                        {"output_type": kind})
         out = result.output
@@ -116,6 +137,7 @@ class Context:
                                                               "expected_shape": list(shape)})
         if not out.is_floating_point():
             raise Fail(f"your output has dtype {out.dtype}, expected a floating-point tensor")
+        self.tensor_calls += 1
         return out
 
 

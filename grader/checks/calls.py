@@ -29,7 +29,7 @@ def _up(t):
 
 
 def _half(t):
-    return None if t is None or t.dtype == torch.bool else t.half()
+    return t if t is None or t.dtype == torch.bool else t.half()
 
 
 def sdpa_kwargs(attn_mask, is_causal, scale) -> dict:
@@ -72,7 +72,9 @@ def run_sdpa(ctx, q, k, v, attn_mask=None, is_causal=False, scale=None, *, what:
                      details)
     if heat and q.size(-2) <= 16 and k.size(-2) <= 16:
         details.update(weights_maps(ctx, q, k, attn_mask, is_causal, scale))
-    raise Fail(f"{what}: {cmp.describe()}." + (f" Likely cause: {cause}." if cause else ""), details)
+    fail = Fail(f"{what}: {cmp.describe()}." + (f" Likely cause: {cause}." if cause else ""), details)
+    fail.output = out  # for checks that compare with earlier calls (stale answers)
+    raise fail
 
 
 def diagnose(ctx, out, ref64, variants, cmp, recall, half_ref, details) -> str:
@@ -90,7 +92,7 @@ def diagnose(ctx, out, ref64, variants, cmp, recall, half_ref, details) -> str:
                     "(or some other randomness) still switched on?")
     except Exception:  # the cause stays unnamed; the failure itself is already reported
         pass
-    if out.dtype == torch.float32 and cmp.nonfinite == 0:
+    if out.dtype == torch.float32 and cmp.nonfinite == 0 and ref_error < 0.05:
         try:
             half = half_ref()
             half_err = relative_error(half, ref64) if half is not None else 0.0

@@ -43,9 +43,19 @@ def broadcast(ctx):
 def fresh(ctx):
     """The same shapes again with new values: a memoised answer shows up here."""
     B, H, L, S, E, Ev = dims(ctx)
+    earlier = []
     for i in range(3):
-        run_sdpa(ctx, *_qkv(ctx, (B, H), (B, H), (B, H), L, S, E, Ev),
-                 what=f"call {i + 1} of 3 with the same shapes and new values")
+        try:
+            out, _, _ = run_sdpa(ctx, *_qkv(ctx, (B, H), (B, H), (B, H), L, S, E, Ev),
+                                 what=f"call {i + 1} of 3 with the same shapes and new values")
+        except Fail as miss:
+            got = getattr(miss, "output", None)
+            if got is not None and any(torch.equal(got, old) for old in earlier):
+                raise Fail(f"call {i + 1} with new values returned exactly the output of an earlier call with "
+                           f"the same shapes: your function reuses (caches) old answers; compute every "
+                           f"result from the inputs it is given", {**miss.details, "diagnosis": "stale"}) from None
+            raise
+        earlier.append(out)
     return "three calls with the same shapes and fresh values all match (no stale answers)"
 
 

@@ -26,6 +26,7 @@ BUGS = {
     "mask_multiply": "you multiply the scores by the mask, which sets masked scores to 0 rather than -inf",
     "mask_after_softmax": "you apply the mask after the softmax without renormalising, so the weights no "
                           "longer sum to 1",
+    "mask_ignored": "your function ignores attn_mask: hide the keys where the boolean mask is False",
     "bool_mask_added": "you add the boolean mask to the scores as numbers instead of hiding the False keys",
     "float_mask_ignored": "you ignore the float mask (or treat it as boolean): a float mask is ADDED to "
                           "the scaled scores",
@@ -93,6 +94,7 @@ def sdpa_variants(q, k, v, attn_mask=None, is_causal=False, scale=None) -> dict:
         out["mask_multiply"] = attend(q, k, v, s, keep=m, multiply_mask=True)
         out["mask_after_softmax"] = attend(q, k, v, s, after_softmax_mask=m.double())
         out["bool_mask_added"] = attend(q, k, v, s, additive=m.double())
+        out["mask_ignored"] = attend(q, k, v, s)
     elif attn_mask is not None:
         f = attn_mask.double()
         out["float_mask_ignored"] = attend(q, k, v, s)
@@ -149,6 +151,7 @@ def mha_variants(x_q, x_kv, ws, num_heads, attn_mask=None, is_causal=False) -> d
     if attn_mask is not None and attn_mask.dtype == torch.bool:
         out["mask_polarity"] = mha_variant(*args, keep=~attn_mask)
         out["masked_fill_zero"] = mha_variant(*args, keep=attn_mask, fill=0.0)
+        out["mask_ignored"] = mha_variant(*args)
     elif attn_mask is not None:
         out["float_mask_ignored"] = mha_variant(*args)
         out["float_mask_scaled"] = mha_variant(*args, additive=attn_mask.double(), additive_before_scale=True)

@@ -1,0 +1,17 @@
+# expect: mask
+# bug: fills masked scores with 0
+import math
+
+import torch
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=False, scale=None):
+    scale = 1 / math.sqrt(query.size(-1)) if scale is None else scale
+    scores = query @ key.transpose(-2, -1) * scale  # (..., L, S)
+    if is_causal:
+        L, S = query.size(-2), key.size(-2)
+        scores = scores.masked_fill(~torch.ones(L, S, dtype=torch.bool).tril(), float('-inf'))
+    if attn_mask is not None:
+        scores = scores.masked_fill(~attn_mask, 0.0) if attn_mask.dtype == torch.bool else scores + attn_mask
+    return torch.softmax(scores, dim=-1) @ value
+
