@@ -19,7 +19,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ZYGOTE = os.path.join(HERE, "zygote.py")
-ZYGOTE_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID")
+# CAP_KILL: the parent-death signal is a signal from the dying waiter (uid 0) to the slot uid, and
+# without it the kernel drops it silently, leaving an orphaned child running (measured).
+ZYGOTE_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL")
 
 
 def bwrap_path() -> str | None:

@@ -1,0 +1,263 @@
+"""How the sandbox is built: levels, walls inside the child, reuse across sessions and threads,
+recovery from dead children and a dead fork server. The hostile corpus is in test_sandbox_hostile.py."""
+import os
+import signal
+import threading
+import time
+
+import pytest
+import torch
+
+from grader.sandbox import Limits, SandboxUnavailable, Session, cgroups, forkserver, wall
+from grader.sandbox.backends import select_backend
+
+STRICT_PROBLEMS = wall.strict_problems()
+needs_strict = pytest.mark.skipif(bool(STRICT_PROBLEMS),
+                                  reason="strict sandbox unavailable: " + "; ".join(STRICT_PROBLEMS))
+LIMITS = Limits(cpu_seconds=5, wall_seconds=20, call_seconds=5, load_seconds=10, memory_bytes=1 << 30)
+
+CORRECT = """
+import torch
+def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    return torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, dim=-1) @ v
+"""
+
+
+def _qkv(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(2, 4, 6, 8, generator=g) for _ in range(3)]  # (B, H, L, E)
+
+
+def _expected(q, k, v):
+    return torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, dim=-1) @ v
+
+
+# -- levels ------------------------------------------------------------------------------
+def test_unknown_level_is_a_clear_error():
+    with pytest.raises(ValueError, match="strict, auto or none"):
+        select_backend("paranoid", Limits(), "cpu")
+
+
+def test_strict_refuses_and_names_what_is_missing(monkeypatch):
+    monkeypatch.setattr(wall, "strict_problems", lambda wall=True: ["bubblewrap for the outer wall"])
+    with pytest.raises(SandboxUnavailable, match="missing: bubblewrap for the outer wall"):
+        Session(CORRECT, "sdpa", level="strict")
+
+
+def test_auto_falls_back_to_a_plain_subprocess_with_a_warning(monkeypatch):
+    monkeypatch.setattr(wall, "strict_problems", lambda wall=True: ["Linux namespaces (this is darwin)"])
+    q, k, v = _qkv()
+    with Session(CORRECT, "sdpa", level="auto", limits=LIMITS) as s:
+        assert s.level == "auto"
+        assert any("plain subprocess" in w and "darwin" in w for w in s.warnings)
+        r = s.call(q, k, v)
+    assert r.ok and torch.allclose(r.output, _expected(q, k, v), atol=1e-6)
+
+
+def test_none_runs_unconfined_and_says_so():
+    with Session(CORRECT, "sdpa", level="none", limits=LIMITS) as s:
+        assert s.level == "none" and "unconfined" in s.warnings[0]
+        assert s.call(*_qkv()).ok
+
+
+@needs_strict
+def test_auto_uses_every_layer_when_the_host_has_them():
+    with Session(CORRECT, "sdpa", level="auto", limits=LIMITS) as s:
+        assert s.level == "strict" and s.warnings == []
+
+
+# -- inside the walls ----------------------------------------------------------------------
+PROBE = r'''
+import os, socket
+def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    status = dict(l.split(":\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\t" in l)
+    info = {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(), "pid": os.getpid(),
+            "cap": status["CapEff"].strip(), "nnp": status["NoNewPrivs"].strip(),
+            "seccomp": status["Seccomp"].strip(), "fds": sorted(os.listdir("/proc/self/fd")),
+            "pids": sorted(p for p in os.listdir("/proc") if p.isdigit()), "root": sorted(os.listdir("/")),
+            "env": sorted(os.environ), "host": socket.gethostname(), "cwd": os.getcwd(),
+            "ro": os.statvfs("/").f_flag & 1, "tmp_ro": os.statvfs("/tmp").f_flag & 1}
+    print(repr(info))
+    return q
+'''
+
+
+@needs_strict
+def test_the_child_is_walled_in():
+    with Session(PROBE, "sdpa", level="strict", limits=LIMITS) as s:
+        assert s.call(*_qkv()).ok
+        out = s.stdout
+    info = eval(out.strip().splitlines()[-1])  # our own probe's repr of plain literals
+    assert forkserver.UID_BASE <= info["uid"] < forkserver.UID_BASE + forkserver.UID_SLOTS
+    assert info["gid"] == info["uid"] and info["groups"] == []
+    assert info["pid"] == 1 and info["pids"] == ["1"]          # its own pid namespace, nothing else visible
+    assert info["cap"] == "0000000000000000" and info["nnp"] == "1" and info["seccomp"] == "2"
+    assert len(info["fds"]) <= 6 and {"0", "1", "2", "3", "4"} <= set(info["fds"])  # (+ listdir's own)
+    assert set(info["root"]) <= {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev",
+                                 "proc", "tmp", "sub", "root", "work", "opt", "home", "srv", "var", "mnt"}
+    assert not any(name.startswith("ATTN_GRADER") for name in info["env"])
+    assert info["host"] == "sandbox" and info["cwd"] == "/tmp" and info["ro"] == 1 and info["tmp_ro"] == 0
+
+
+@needs_strict
+def test_session_survives_a_crash_and_replaces_the_child():
+    src = CORRECT + "\nimport os\n_f = sdpa\ndef sdpa(q, k, v, **kw):\n    if q[0, 0, 0, 0] == 42:\n" \
+                    "        os._exit(3)\n    return _f(q, k, v)\n"
+    with Session(src, "sdpa", level="strict", limits=LIMITS) as s:
+        for i in range(6):
+            q, k, v = _qkv(i)
+            if i == 2:
+                q[0, 0, 0, 0] = 42
+            r = s.call(q, k, v)
+            if i == 2:
+                assert not r.ok and r.error.kind == "crash" and "exit status 3" in r.error.message
+            else:
+                assert r.ok and torch.allclose(r.output, _expected(q, k, v), atol=1e-6)
+        assert s.restarts == 1
+    assert cgroups.leftover_runs() == []
+
+
+@needs_strict
+def test_total_wall_clock_limit_across_calls():
+    src = "import time\ndef sdpa(q, k, v, **kw):\n    time.sleep(0.8)\n    return q\n"
+    limits = Limits(wall_seconds=2.0, call_seconds=10, load_seconds=5, cpu_seconds=5)
+    start = time.monotonic()
+    with Session(src, "sdpa", level="strict", limits=limits) as s:
+        results = [s.call(*_qkv()) for _ in range(4)]
+    assert time.monotonic() - start < 5
+    assert results[0].ok and any(r.error and r.error.kind == "timeout" for r in results)
+
+
+@needs_strict
+def test_killing_the_waiter_kills_the_child():
+    """PR_SET_PDEATHSIG is cleared by setuid; the child re-arms it (pitfall P6)."""
+    src = "import time\ndef sdpa(q, k, v, **kw):\n    time.sleep(30)\n"
+    with Session(src, "sdpa", level="strict", limits=LIMITS) as s:
+        assert s.load().ok
+        run = s.child.cgroup
+        procs = {pid: os.stat(f"/proc/{pid}").st_uid for pid in run.pids()}
+        waiter = [pid for pid, uid in procs.items() if uid == 0]
+        student = [pid for pid, uid in procs.items() if uid != 0]
+        assert len(waiter) == 1 and len(student) == 1
+        os.kill(waiter[0], signal.SIGKILL)
+        deadline = time.monotonic() + 3
+        while run.pids() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert run.pids() == set()
+        r = s.call(*_qkv(), timeout=10)
+        assert not r.ok and r.error.kind == "crash", r.error  # reported, and the next call starts afresh
+
+
+# -- sharing: threads, processes, restarts -----------------------------------------------------
+@needs_strict
+def test_one_zygote_serves_many_threads():
+    failures = []
+
+    def worker(seed):
+        try:
+            for i in range(3):
+                q, k, v = _qkv(seed * 10 + i)
+                with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+                    r = s.call(q, k, v)
+                if not (r.ok and torch.allclose(r.output, _expected(q, k, v), atol=1e-6)):
+                    failures.append((seed, i, r.error))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            failures.append((seed, repr(exc)))
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert failures == []
+    assert len({z.proc.pid for z in forkserver._zygotes.values()}) == len(forkserver._zygotes) == 1
+    assert cgroups.leftover_runs() == []
+
+
+@needs_strict
+def test_a_dead_zygote_is_restarted():
+    with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+        assert s.call(*_qkv()).ok
+    (z,) = forkserver._zygotes.values()
+    z.proc.kill()
+    z.proc.wait()
+    with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+        assert s.call(*_qkv()).ok
+    (z2,) = forkserver._zygotes.values()
+    assert z2 is not z and z2.alive()
+
+
+@needs_strict
+def test_a_forked_grader_process_gets_its_own_zygote():
+    with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+        assert s.call(*_qkv()).ok
+    parent_zygote = next(iter(forkserver._zygotes.values()))
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            assert forkserver._zygotes == {}
+            with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+                code = 0 if s.call(*_qkv()).ok else 2
+            forkserver.shutdown()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert parent_zygote.alive()  # the child did not take ours down
+    with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+        assert s.call(*_qkv()).ok
+
+
+# -- pre-warmed single-use workers (the GPU path, exercised on CPU) ----------------------------
+@needs_strict
+def test_prewarmed_workers_are_single_use(monkeypatch):
+    monkeypatch.setenv("ATTN_GRADER_SANDBOX_PREWARM", "1")
+    src = CORRECT + ("\nimport os\n_f = sdpa\ndef sdpa(q, k, v, **kw):\n"
+                     "    seen = os.path.exists('/tmp/mark')\n    open('/tmp/mark', 'w').close()\n"
+                     "    if seen:\n        raise RuntimeError('worker reused')\n    return _f(q, k, v)\n")
+    try:
+        for _ in range(3):
+            q, k, v = _qkv()
+            with Session(src, "sdpa", level="strict", limits=LIMITS) as s:
+                r = s.call(q, k, v)
+                assert r.ok, r.error
+                assert torch.allclose(r.output, _expected(q, k, v), atol=1e-6)
+                bad = s.call(q, k, v)  # same worker within a session: the mark is there
+                assert not bad.ok and "worker reused" in bad.error.message
+                assert "line" in bad.error.traceback and "raise RuntimeError" in bad.error.traceback
+    finally:
+        forkserver.shutdown()
+    assert cgroups.leftover_runs() == []
+
+
+@pytest.mark.gpu
+@needs_strict
+def test_gpu_worker_runs_on_cuda():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    with Session(CORRECT, "sdpa", level="strict", limits=LIMITS, device="cuda") as s:
+        q, k, v = _qkv()
+        r = s.call(q, k, v)
+    assert r.ok and r.output_device.startswith("cuda")
+    assert torch.allclose(r.output, _expected(q, k, v), atol=1e-5)
+
+
+# -- small parts ----------------------------------------------------------------------------------
+def test_limits_read_the_environment_when_created(monkeypatch):
+    monkeypatch.setenv("ATTN_GRADER_SANDBOX_CPU_SECONDS", "7")
+    assert Limits().cpu_seconds == 7 and Limits(cpu_seconds=3).cpu_seconds == 3
+    monkeypatch.setenv("ATTN_GRADER_SANDBOX_CPU_SECONDS", "lots")
+    with pytest.raises(ValueError, match="not a number"):
+        Limits()
+
+
+@needs_strict
+def test_seccomp_program_compiles():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_iso", os.path.join(os.path.dirname(wall.__file__),
+                                                                      "isolate.py"))
+    iso = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(iso)
+    program = iso.seccomp_program()
+    assert len(program) > 8 * len(iso.DENIED) and len(program) % 8 == 0
