@@ -166,7 +166,7 @@ def test_multiple_choice_partial_credit(bank):
 
 def test_numeric_grading_tolerates_formats_but_not_wrong_values(bank):
     q = bank.get("variance-after-scaling")
-    env = next(v for v in q.variants() if v["d_k"] == 64 and v["divisor"] == 2)  # divide by d_k
+    env = next(v for v in q.variants() if v["d_k"] == 64 and v["power"] == 2)  # divide by d_k
     for text in ("1/64", "0.015625", "0,015625", "1.5625e-2", "1.5625%"):
         assert grade_answer(q, 0, text, "ru", params=env).correct is True, text
     assert grade_answer(q, 0, "1", params=env).correct is False

@@ -3,8 +3,8 @@
 Every exporter works on *instances*: one concrete variant of a question in one language,
 with all texts filled in and the answer spelled out. A parameterised question gives one
 instance (``--variants 1``, the default) or several, named ``<id>-v1``, ``<id>-v2``...;
-the variants are the ones students with keys ``export-1``, ``export-2``... would get, so an
-export is reproducible.
+the variants are the first distinct ones that students with keys ``export-1``, ``export-2``...
+would get, so an export is reproducible.
 """
 from __future__ import annotations
 
@@ -20,12 +20,16 @@ def instances(question: Question, lang: str, variants: int = 1) -> list[dict]:
     if not question.parameterised:
         return [instance(question, {}, lang, question.id, "")]
     out, seen = [], []
-    for k in range(1, max(1, variants) + 1):
+    # walk the export students until enough distinct variants (a small space may run out)
+    for k in range(1, 20 * variants + 1):
         env = params_for(question, variant_seed(f"export-{k}", question.id))
-        if env in seen:  # a small parameter space can repeat a variant
+        if env in seen:
             continue
         seen.append(env)
-        out.append(instance(question, env, lang, f"{question.id}-v{k}", f" (v{k})"))
+        n = len(out) + 1
+        out.append(instance(question, env, lang, f"{question.id}-v{n}", f" (v{n})"))
+        if len(out) == max(1, variants):
+            break
     return out
 
 
