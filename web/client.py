@@ -57,30 +57,50 @@ def submit_and_wait(server: str, token: str, task: str, code: str, *, timeout: f
         poll = min(poll * 1.5, 3.0)
 
 
-def format_result(view: dict) -> str:
-    """The graded submission as the terminal shows it: a summary, then one line per check."""
-    lines = []
+def print_result(view: dict, console=None) -> None:
+    """The graded submission in the layout of ``attn-grader check``: a table of checks, then
+    the first failing traceback, the score, errors and notes."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
     if view["status"] == "failed":
-        return f"submission {view['id']} ({view['task']}): not graded: {view.get('error')}"
-    score, top = view.get("score") or 0, view.get("max_score") or 0
-    verdict = "PASSED" if view.get("passed") else "NOT PASSED"
-    lines.append(f"{view['task']}: {score:g}/{top:g} points  {verdict}"
-                 + ("  (late)" if view.get("late") else ""))
+        console.print(f"[red]submission {view['id']} ({view['task']}) was not graded:[/] "
+                      f"{view.get('error')}", highlight=False)
+        return
+    table = Table(title=f"submission {view['id']} — task {view['task']}", expand=True)
+    table.add_column("check", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    table.add_column("points", justify="right", no_wrap=True)
+    table.add_column("what was found", ratio=1)
+    for c in view.get("checks") or []:
+        details = c.get("details") or {}
+        mark = "[green]pass[/]" if c["passed"] else \
+            ("[dim]skip[/]" if details.get("skipped") else "[red]FAIL[/]")
+        points = f"{c['points']:g}/{c['max_points']:g}" if c["max_points"] else "-"
+        table.add_row(c["id"], mark, points, c.get("message") or "")
+    if view.get("checks"):
+        console.print(table)
+    elif view.get("feedback") == "hidden":
+        console.print("[dim]per-check feedback is hidden for this assignment[/]")
+    for c in view.get("checks") or []:
+        traceback = (c.get("details") or {}).get("traceback")
+        if traceback and not c["passed"]:
+            console.print(f"[bold]{c['id']}[/]: your traceback\n{traceback}", markup=False,
+                          highlight=False)
+            break
+    colour = "green" if view.get("passed") else "red"
+    summary = "all scored checks passed" if view.get("passed") else "some checks failed"
+    late = ", late" if view.get("late") else ""
+    console.print(f"[bold {colour}]score {view.get('score') or 0:g}/{view.get('max_score') or 0:g}"
+                  f"[/] ({summary}{late})")
     if view.get("error"):
-        lines.append(f"error: {view['error']}")
-    for check in view.get("checks") or []:
-        mark = "ok  " if check["passed"] else "FAIL"
-        lines.append(f"  {mark} {check['id']:<28} {check['points']:g}/{check['max_points']:g}")
-        if check.get("message") and not check["passed"]:
-            for text in str(check["message"]).splitlines():
-                lines.append(f"       {text}")
-    if view.get("feedback") == "hidden":
-        lines.append("  (per-check feedback is hidden for this assignment)")
+        console.print(f"[red]{view['error']}[/]", highlight=False)
     timings = view.get("timings") or {}
     if timings.get("total_seconds") is not None:
-        lines.append(f"graded by {view.get('grader_version')} in {timings['total_seconds']:.1f} s "
-                     f"(waited {timings.get('wait_seconds') or 0:.1f} s); submission {view['id']}")
-    return "\n".join(lines)
+        console.print(f"[dim]graded on the server with a secret seed by grader "
+                      f"{view.get('grader_version')} in {timings['total_seconds']:.1f} s "
+                      f"(waited {timings.get('wait_seconds') or 0:.1f} s)[/]")
 
 
 @click.command()
@@ -107,7 +127,10 @@ def submit(file, task, server, token, timeout, as_json):
     except ApiError as exc:
         hint = f" (retry after {exc.retry_after} s)" if exc.retry_after else ""
         raise click.ClickException(f"{exc.message}{hint}") from None
-    click.echo(json.dumps(view, indent=2) if as_json else format_result(view))
+    if as_json:
+        click.echo(json.dumps(view, indent=2))
+    else:
+        print_result(view)
     sys.exit(0 if view.get("passed") else 1)
 
 
