@@ -64,6 +64,12 @@ def _http_error(exc: HTTPException):
     return response
 
 
+# Flask tries handlers for the status code (the app's HTML error pages) before handlers for
+# the exception class, so the API claims its common codes explicitly to stay JSON.
+for _code in (400, 403, 404, 405, 413, 429):
+    bp.register_error_handler(_code, _http_error)
+
+
 def _read_submission() -> tuple[str | None, bytes | str | None, str]:
     """(task, code, filename) from a JSON body or a multipart form with a file."""
     if request.is_json:

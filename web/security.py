@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 
 from flask import Flask, g, request
 
@@ -123,14 +124,27 @@ def _env_flag(name: str) -> bool:
 
 
 def init_app(app: Flask) -> None:
+    # Flask's own defaults are already keys of app.config (None/False), so ``setdefault``
+    # cannot change them: fill in the ones still at Flask's insecure default explicitly.
+    if app.config.get("MAX_CONTENT_LENGTH") is None:  # bound every request body
+        app.config["MAX_CONTENT_LENGTH"] = 2 * int(app.config.get("MAX_SUBMISSION_BYTES")
+                                                   or 64 * 1024) + 64 * 1024
+    if app.config.get("SESSION_COOKIE_SAMESITE") is None:
+        app.config["SESSION_COOKIE_SAMESITE"] = "Lax"
+    app.config["SESSION_COOKIE_HTTPONLY"] = True
     https = app.config.get("HTTPS", _env_flag("ATTN_GRADER_HTTPS"))
     app.config["HTTPS"] = https
     if https:
-        app.config.setdefault("SESSION_COOKIE_SECURE", True)
-        app.config.setdefault("REMEMBER_COOKIE_SECURE", True)
-        app.config.setdefault("PREFERRED_URL_SCHEME", "https")
+        app.config["SESSION_COOKIE_SECURE"] = True
+        app.config["REMEMBER_COOKIE_SECURE"] = True
+        app.config["PREFERRED_URL_SCHEME"] = "https"
     app.config.setdefault("REMEMBER_COOKIE_HTTPONLY", True)
     app.config.setdefault("REMEMBER_COOKIE_SAMESITE", "Lax")
+    # Session cookies are signed, not stored: a copied cookie works until it expires, so it
+    # must expire (Flask's default is 31 days; Flask-Login's "keep me signed in", 365).
+    app.config["PERMANENT_SESSION_LIFETIME"] = app.config.get(
+        "SESSION_LIFETIME", timedelta(hours=12))
+    app.config.setdefault("REMEMBER_COOKIE_DURATION", timedelta(days=14))
 
     proxies = app.config.get("TRUSTED_PROXIES",
                              int(os.environ.get("ATTN_GRADER_TRUSTED_PROXIES", "0") or 0))
