@@ -20,13 +20,9 @@ def create_app(config: dict | None = None) -> Flask:
     cfg = load_config(config)
     app = Flask(__name__, instance_path=cfg["INSTANCE_PATH"])
     app.config.update(cfg)
-    # Multipart framing and JSON escaping add to the source's size; the API checks the exact
-    # size of the code itself and answers 413 with a message.
-    app.config.setdefault("MAX_CONTENT_LENGTH", 2 * cfg["MAX_SUBMISSION_BYTES"] + 64 * 1024)
+    # Body size limit and cookie flags are set by web.security (below).
     app.config.setdefault("RATELIMIT_STORAGE_URI", cfg["RATELIMIT_STORAGE_URI"])
     app.config.setdefault("RATELIMIT_HEADERS_ENABLED", True)  # Retry-After on 429
-    app.config.setdefault("SESSION_COOKIE_HTTPONLY", True)
-    app.config.setdefault("SESSION_COOKIE_SAMESITE", "Lax")
 
     engine = get_engine(cfg["DATABASE_URL"])
     check_migrated(engine)
