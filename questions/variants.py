@@ -62,7 +62,10 @@ def substitute(text: str, env: dict, lang: str) -> str:
 
 
 def _ordered(question: Question, entries: list, seed: int, label: str) -> list:
-    if question.data.get("shuffle", question.kind in ("single", "multiple", "ordering", "matching")):
+    if question.kind == "ordering":  # always shuffled, and never shown already in order
+        out = shuffled(entries, seed, f"{label}:{question.id}")
+        return out[1:] + out[:1] if out == list(entries) else out
+    if question.data.get("shuffle", question.kind in ("single", "multiple", "matching")):
         return shuffled(entries, seed, f"{label}:{question.id}")
     return list(entries)
 

@@ -286,3 +286,11 @@ def test_broken_yaml_and_duplicate_ids_are_reported(tmp_path):
     bank = load_bank(tmp_path)
     assert len(bank) == 1
     assert any(e.startswith(f"{tmp_path / 'broken.yaml'}: (yaml):") for e in bank.errors)
+
+
+def test_ordering_is_never_shown_already_in_order(bank):
+    for q in (q for q in bank if q.kind == "ordering"):
+        right = [i["text"]["en"] for i in q.data["items"]]
+        for n in range(60):
+            shown = [o["text"] for o in render(q, variant_seed(f"s{n}", q.id))["items"]]
+            assert shown != right and sorted(shown) == sorted(right), q.id

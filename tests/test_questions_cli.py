@@ -77,11 +77,17 @@ def bank():
     return load_bank()
 
 
-def test_causal_mask_right_and_wrong(bank):
+@pytest.mark.parametrize("question_id", ["causal-mask-code", "masked-scores-code", "scaled-scores-code",
+                                         "split-heads-code"])
+def test_model_solutions_pass(bank, question_id):
+    q = bank.get(question_id)
+    ok = grade_answer(q, variant_seed("coder", q.id), q.data["model_solution"], "zh")
+    assert ok.correct is True and ok.points == q.points and ok.details["cases"] == [True] * len(q.data["cases"])
+
+
+def test_causal_mask_wrong_answer_explained(bank):
     q = bank.get("causal-mask-code")
     seed = variant_seed("coder", q.id)
-    ok = grade_answer(q, seed, q.data["model_solution"])
-    assert ok.correct is True and ok.points == q.points
     transposed = "import torch\ndef causal_mask(L, S):\n    return torch.ones(S, L, dtype=torch.bool).tril().T\n"
     bad = grade_answer(q, seed, transposed, "ru")
     assert bad.correct is False and bad.points < q.points
