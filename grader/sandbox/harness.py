@@ -33,6 +33,18 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 wire = _load_wire()
 STATE = {"fn": None, "path": None, "sources": {}}
+_EQUAL = torch.equal  # taken before the student's file runs: patching torch.equal cannot hide a mutation
+BLOCKED = ("reference_impl", "grader")  # the grader's own packages are not for submissions
+
+
+class _BlockedImports:
+    """A meta-path finder that refuses the grader's packages (the static scan names the attempt)."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"{name} is not available to submissions")
+        return None
 
 
 class OpRecorder(TorchFunctionMode):
@@ -98,6 +110,8 @@ def _import_from_memory(path: str, source: bytes):
 
 def load(req: dict) -> dict:
     STATE["path"] = req["path"]
+    if not any(isinstance(f, _BlockedImports) for f in sys.meta_path):
+        sys.meta_path.insert(0, _BlockedImports())
     try:
         if req["path"] in STATE["sources"]:
             module = _import_from_memory(req["path"], STATE["sources"][req["path"]])
@@ -163,7 +177,7 @@ def call(req: dict) -> dict:
         resp["requires_grad"] = bool(out.requires_grad)
     mutated = []
     for (name, old), (_, new) in zip(before, _tensors_in(args, kwargs)):
-        if old.shape != new.shape or old.dtype != new.dtype or not torch.equal(old, new.detach()):
+        if old.shape != new.shape or old.dtype != new.dtype or not _EQUAL(old, new.detach()):
             mutated.append(name)
     resp["mutated"] = mutated
 
@@ -182,7 +196,8 @@ def call(req: dict) -> dict:
                 resp["grads"] = None
                 resp["grad_error"] = _error("backward", exc)["error"]
     if trace:
-        resp["ops"] = sorted(torch_fns | aten_ops)[:2000]
+        loaded = {"module." + m for m in list(sys.modules) if m.split(".")[0] in BLOCKED}
+        resp["ops"] = sorted(torch_fns | aten_ops | loaded)[:2000]
     return resp
 
 
