@@ -86,9 +86,12 @@ def score_histogram(scores: list[float], top: float | None, title: str = "") -> 
 
 def failure_bars(rates: list[dict]) -> bytes:
     """Horizontal bars: the share of students whose latest submission fails each check."""
-    rows = list(reversed(rates))
-    fig = Figure(figsize=(6.0, 0.32 * max(len(rows), 3) + 0.9))
+    rows = [r for r in reversed(rates) if r["failed_all"]]
+    fig = Figure(figsize=(7.0, 0.3 * max(len(rows), 3) + 0.9))
     ax = fig.subplots()
+    if not rows:
+        ax.text(0.5, 0.5, "no check has failed yet", transform=ax.transAxes, ha="center",
+                color="#666")
     ax.barh([r["check_id"] for r in rows], [100 * r["latest_rate"] for r in rows],
             color=FAIL_COLOUR)
     ax.set_xlim(0, 100)

@@ -11,7 +11,7 @@ from ..services.submissions import SubmissionRejected, submission_view
 from . import charts
 from .forms import ActionForm, AssignmentSettingsForm, ManualGradeForm, OverrideScoreForm
 from .helpers import db, highlight_python, instructor_required
-from .results import describe_check
+from .results import describe_checks
 
 bp = Blueprint("instructor", __name__, url_prefix="/instructor")
 
@@ -120,7 +120,7 @@ def submission(submission_id: int):
     if sub is None:
         abort(404)
     view = submission_view(sub, current_user)
-    checks = [dict(describe_check(c), position=i) for i, c in enumerate(view["checks"])]
+    checks = describe_checks(view["checks"])
     form = OverrideScoreForm()
     return render_template("instructor/submission.html", sub=sub, view=view, checks=checks,
                            code_html=highlight_python(sub.code), regrade_form=ActionForm(),

@@ -50,3 +50,14 @@ def describe_check(check: dict) -> dict:
             "has_weights": isinstance(details.get("weights_submission"), list),
             "has_variance": isinstance(details.get("variance_by_dk"), list)
             and bool(details["variance_by_dk"])}
+
+
+def describe_checks(checks: list[dict], open_limit: int = 4) -> list[dict]:
+    """Every check described, with ``open`` set on the failures worth unfolding first:
+    the first failure, then failures that come with pictures."""
+    described = [dict(describe_check(c), position=i) for i, c in enumerate(checks)]
+    failed = [c for c in described if not c["passed"]]
+    chosen = failed[:1] + [c for c in failed[1:] if c["has_weights"] or c["has_variance"]]
+    for c in chosen[:open_limit]:
+        c["open"] = True
+    return described

@@ -10,7 +10,7 @@ from ..services import courses, progress, submissions
 from . import charts
 from .forms import ActionForm, SubmissionForm
 from .helpers import code_diff, db, pygments_css, render_markdown
-from .results import describe_check
+from .results import describe_checks
 
 bp = Blueprint("student", __name__)
 
@@ -92,7 +92,7 @@ def submission(submission_id: int):
     session = db()
     sub = _own_submission(submission_id)
     view = submissions.submission_view(sub, current_user)
-    checks = [dict(describe_check(c), position=i) for i, c in enumerate(view["checks"])]
+    checks = describe_checks(view["checks"])
     previous = progress.previous_submission(session, sub)
     diff = code_diff(previous.code, sub.code, f"attempt #{previous.id}", f"attempt #{sub.id}") \
         if previous else None

@@ -92,7 +92,8 @@ def check_failure_rates(session: Session, assignment: Assignment) -> list[dict]:
         for check in result.checks:
             s = stats.setdefault(check.check_id, {
                 "check_id": check.check_id, "failed_latest": 0, "students": 0,
-                "failed_all": 0, "total_all": 0, "messages": Counter(), "order": len(stats)})
+                "failed_all": 0, "total_all": 0, "messages": Counter(), "order": len(stats),
+                "max_points": check.max_points})
             s["total_all"] += 1
             s["failed_all"] += not check.passed
             if is_latest:
@@ -107,7 +108,8 @@ def check_failure_rates(session: Session, assignment: Assignment) -> list[dict]:
         s["common_message"] = s["messages"].most_common(1)[0][0] if s["messages"] else ""
         del s["messages"]
         out.append(s)
-    out.sort(key=lambda s: (-s["latest_rate"], -s["all_rate"], s["order"]))
+    # scored checks first: an unscored (report-only) check is a hint, not a lost point
+    out.sort(key=lambda s: (s["max_points"] == 0, -s["latest_rate"], -s["all_rate"], s["order"]))
     return out
 
 
