@@ -79,6 +79,7 @@ class Question:
         return {"id": self.id, "kind": self.kind, "topics": self.topics,
                 "difficulty": self.difficulty, "languages": self.languages,
                 "points": self.points, "parameterised": self.parameterised,
+                "source": self.data.get("source", ""),
                 "title": {lang: self.data["title"][lang] for lang in self.languages}}
 
 
@@ -126,7 +127,8 @@ def load_question(path: str | os.PathLike) -> tuple[Question | None, list[str]]:
     path = Path(path)
     try:
         with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
+            # the C loader when libyaml is there: the same safe subset, ten times faster
+            data = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         return None, [f"{path}: (yaml): {exc}".replace("\n", " ")]
     except (OSError, UnicodeDecodeError) as exc:

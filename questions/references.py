@@ -11,6 +11,8 @@ import math
 
 import torch
 
+from .cases import REFERENCE_NAMES, check_case
+
 
 def causal_mask(L: int, S: int) -> torch.Tensor:
     # (L, S) bool, True = may attend; top-left aligned like torch's is_causal
@@ -46,42 +48,26 @@ def attention_weights(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
 REFERENCES = {f.__name__: f for f in (causal_mask, scaled_scores, split_heads, merge_heads,
                                       masked_scores, attention_weights)}
+assert set(REFERENCES) == set(REFERENCE_NAMES), "keep cases.REFERENCE_NAMES in step"
 
 
 def build_args(case: dict, seed: int) -> list:
-    """Turn a case from the YAML into concrete arguments.
-
-    An argument is a plain number, or one of ``{randn: shape}``, ``{randint: [low, high, shape]}``
-    and ``{mask: shape}`` (random booleans with at least one True per row), drawn from a
-    generator seeded by ``seed`` so that one variant always sees the same tensors.
-    """
-    if not isinstance(case, dict) or not isinstance(case.get("args"), list):
-        raise ValueError("a case must be {args: [...]}")
+    """Turn a case from the YAML into concrete arguments (see :func:`check_case` for the forms),
+    drawn from a generator seeded by ``seed`` so that one variant always sees the same tensors."""
+    check_case(case)
     gen = torch.Generator().manual_seed(seed % (2 ** 63))
     return [_build(a, gen) for a in case["args"]]
 
 
-def _shape(spec) -> list[int]:
-    if not isinstance(spec, list) or not all(isinstance(n, int) and 0 < n <= 64 for n in spec):
-        raise ValueError(f"a shape must be a list of sizes 1..64, got {spec!r}")
-    return spec
-
-
 def _build(arg, gen: torch.Generator):
-    if isinstance(arg, bool) or arg is None:
-        raise ValueError(f"unsupported argument {arg!r}")
     if isinstance(arg, (int, float)):
         return arg
-    if not isinstance(arg, dict) or len(arg) != 1:
-        raise ValueError(f"an argument is a number or one of randn/randint/mask, got {arg!r}")
     (kind, spec), = arg.items()
     if kind == "randn":
-        return torch.randn(_shape(spec), generator=gen)
+        return torch.randn(spec, generator=gen)
     if kind == "randint":
         low, high, shape = spec
-        return torch.randint(low, high, _shape(shape), generator=gen)
-    if kind == "mask":
-        mask = torch.rand(_shape(spec), generator=gen) < 0.6
-        mask[..., 0] = True  # no fully masked row: softmax over it would be undefined
-        return mask
-    raise ValueError(f"unknown argument kind {kind!r}; use randn, randint or mask")
+        return torch.randint(low, high, shape, generator=gen)
+    mask = torch.rand(spec, generator=gen) < 0.6
+    mask[..., 0] = True  # no fully masked row: softmax over it would be undefined
+    return mask

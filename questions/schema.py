@@ -46,7 +46,7 @@ CJK_GAP_RE = re.compile(f"[{_CJK}] (?=[{_CJK}])|[\u3001\u3002\uff0c\uff1a\uff1b\
 MAX_VARIANTS = 5000
 
 COMMON = {"id", "kind", "title", "topics", "difficulty", "points", "prompt", "params", "derived",
-          "constraints", "explanation", "shuffle"}
+          "constraints", "explanation", "shuffle", "source"}
 BY_KIND = {
     "single": {"options"}, "multiple": {"options"},
     "numeric": {"answer", "tolerance", "mistakes", "unit"},
@@ -161,6 +161,8 @@ def check_structure(data, source: str, expected_id: str | None = None) -> list[s
     _texts(p, "title", data.get("title"), None)
     _texts(p, "prompt", data.get("prompt"), names)
     _texts(p, "explanation", data.get("explanation"), names, required=False)
+    if "source" in data and (not isinstance(data["source"], str) or not data["source"].strip()):
+        p.add("source", "must say where the question comes from, e.g. 'chapter 2.1, self-check 3'")
     if "shuffle" in data and not isinstance(data["shuffle"], bool):
         p.add("shuffle", "must be true or false")
     CHECKERS[kind](p, data, names)
@@ -275,15 +277,15 @@ def _check_matching(p: Problems, data: dict, names: set[str]) -> None:
 
 
 def _check_code(p: Problems, data: dict, names: set[str]) -> None:
-    from . import references
+    from .cases import REFERENCE_NAMES, check_case
     if data.get("params"):
         p.add("params", "code questions are not parameterised; put sizes in cases")
     fn = data.get("function")
     if not isinstance(fn, str) or not NAME_RE.match(fn):
         p.add("function", "must be the name of the function the student writes")
     ref = data.get("reference")
-    if ref not in references.REFERENCES:
-        p.add("reference", f"must name one of {', '.join(sorted(references.REFERENCES))}")
+    if ref not in REFERENCE_NAMES:
+        p.add("reference", f"must name one of {', '.join(sorted(REFERENCE_NAMES))}")
     for field in ("template", "model_solution"):
         if not isinstance(data.get(field), str) or not data[field].strip():
             p.add(field, "must be Python source")
@@ -296,8 +298,8 @@ def _check_code(p: Problems, data: dict, names: set[str]) -> None:
     else:
         for i, case in enumerate(cases):
             try:
-                references.build_args(case, seed=0)
-            except (TypeError, ValueError, KeyError) as exc:
+                check_case(case)
+            except ValueError as exc:
                 p.add(f"cases[{i}]", str(exc))
     compare = data.get("compare", {})
     if not isinstance(compare, dict) or set(compare) - {"atol", "rtol", "dtype"}:

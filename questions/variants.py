@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from . import references, schema
+from . import schema
 from .model import Question
 
 
@@ -114,5 +114,6 @@ def case_seed(seed: int, question_id: str, index: int) -> int:
 
 
 def code_cases(question: Question, seed: int) -> list[list]:
+    from . import references  # late: only code grading needs torch
     return [references.build_args(case, case_seed(seed, question.id, i))
             for i, case in enumerate(question.data["cases"])]

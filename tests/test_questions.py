@@ -294,3 +294,28 @@ def test_ordering_is_never_shown_already_in_order(bank):
         for n in range(60):
             shown = [o["text"] for o in render(q, variant_seed(f"s{n}", q.id))["items"]]
             assert shown != right and sorted(shown) == sorted(right), q.id
+
+
+def test_code_question_fields_are_checked(tmp_path):
+    data = {
+        "id": "code-q", "kind": "code", "topics": ["masked-attention"], "difficulty": "easy",
+        "title": GOOD["title"], "prompt": GOOD["title"], "function": "causal_mask",
+        "reference": "no_such_reference", "template": "def causal_mask(L, S): ...\n",
+        "model_solution": "x", "wrong_solutions": ["y"],
+        "cases": [{"args": [{"randn": [0, 3]}]}, {"args": [{"laplace": [2]}]}],
+    }
+    _, problems = load_question(_write(tmp_path, data, "code-q"))
+    prefix = f"{tmp_path / 'code-q.yaml'}: "
+    assert any(p.startswith(prefix + "reference: must name one of") for p in problems), problems
+    assert any(p.startswith(prefix + "cases[0]: a shape must be") for p in problems), problems
+    assert any(p.startswith(prefix + "cases[1]: unknown argument kind 'laplace'") for p in problems), problems
+
+
+def test_loading_and_listing_the_bank_does_not_need_torch():
+    import subprocess
+    import sys
+    code = ("import sys; from questions.check import validate_bank; "
+            "bank, problems = validate_bank(run_code=False); "
+            "assert not problems; print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
