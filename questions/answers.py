@@ -7,8 +7,8 @@ Answer formats (what ``grade_answer`` takes):
   points, where R and W count the correct and incorrect options (the Moodle convention);
   ``correct`` is true only for exactly the right set.
 * ``numeric``: a number or a string: ``0.125``, ``0,125``, ``1/8``, ``1e-3``, ``1.5·10^-3``,
-  ``12.5%`` (= 0.125), with spaces and a Unicode minus tolerated. Expressions such as
-  ``sqrt(64)`` are not numbers and are refused.
+  ``12.5%`` (= 0.125), with spaces and a Unicode minus tolerated; ``1,024`` is 1024 in English
+  and Chinese but 1.024 in Russian. Expressions such as ``sqrt(64)`` are refused.
 * ``ordering``: the item ids in the student's order. ``matching``: ``{left id: right id}``.
   Both give partial credit by the share of items placed (or pairs matched) correctly.
 * ``code``: Python source, run in the sandbox and compared with a reference in this process.
@@ -53,8 +53,12 @@ _NUM = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
 _SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
 
 
-def parse_number(answer) -> float:
-    """Read a student's number; see the module docstring for the accepted forms."""
+def parse_number(answer, lang: str = "en") -> float:
+    """Read a student's number; see the module docstring for the accepted forms.
+
+    A comma is a decimal separator in Russian ("0,125"); in English and Chinese "1,024" groups
+    thousands, and a lone comma elsewhere ("0,125") is still read as a decimal comma.
+    """
     if isinstance(answer, bool) or answer is None:
         raise AnswerFormatError("expected a number")
     if isinstance(answer, (int, float)):
@@ -66,6 +70,8 @@ def parse_number(answer) -> float:
     text = re.sub(r"[\s\u00a0\u2009\u202f]+", "", answer).replace("−", "-").replace("–", "-")
     if not text or len(text) > 64:
         raise AnswerFormatError("expected a number such as 0.125, 1/8 or 1e-3")
+    if lang != "ru" and re.fullmatch(r"[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?", text):
+        text = text.replace(",", "")  # thousands separators: 1,024 or 2,359,296
     if "," in text:
         if "." in text or text.count(",") > 1:
             raise AnswerFormatError(f"cannot read {answer!r}: use one decimal separator")
@@ -147,7 +153,7 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
             lines.append(msg("missed", lang, n=len(right - chosen)))
         return result(fraction, ok, "\n".join(lines))
     if kind == "numeric":
-        value, target = parse_number(answer), numeric_answer(question, env)
+        value, target = parse_number(answer, lang), numeric_answer(question, env)
         tol = d.get("tolerance", {"rel": 1e-9})
         if within(value, target, tol):
             return result(1.0, True, msg("correct", lang), value=value)

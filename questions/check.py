@@ -59,11 +59,11 @@ def _check_variant(question: Question, env: dict, fail, where: str) -> None:
                 dup = next(t for t in shown if shown.count(t) > 1)
                 fail(f"{key if key in d else 'pairs'}.{lang}", f"two entries read the same{where}: {dup!r}")
 
-    def grade(answer):
-        return grade_answer(question, SEED, answer, params=env)
+    def grade(answer, lang: str = "en"):
+        return grade_answer(question, SEED, answer, lang, params=env)
 
-    def must_accept(answer, field: str) -> None:
-        r = grade(answer)
+    def must_accept(answer, field: str, lang: str = "en") -> None:
+        r = grade(answer, lang)
         if r.correct is not True or abs(r.points - r.max_points) > 1e-9:
             fail(field, f"the right answer {answer!r} is not accepted{where}")
 
@@ -89,7 +89,7 @@ def _check_variant(question: Question, env: dict, fail, where: str) -> None:
             return
         tol = d.get("tolerance", {"rel": 1e-9})
         must_accept(repr(value), "answer")
-        must_accept(format_number(value, "ru") if abs(value) >= 1e-4 else repr(value), "tolerance")
+        must_accept(format_number(value, "ru") if abs(value) >= 1e-4 else repr(value), "tolerance", "ru")
         slack = max(tol.get("abs", 0), tol.get("rel", 0) * abs(value))
         must_reject(repr(value + 10 * slack + 0.01 * max(1.0, abs(value))), "tolerance")
         for i, mistake in enumerate(d.get("mistakes") or []):

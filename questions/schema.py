@@ -263,7 +263,7 @@ def _check_ordering(p: Problems, data: dict, names: set[str]) -> None:
 
 def _check_matching(p: Problems, data: dict, names: set[str]) -> None:
     pairs = data.get("pairs")
-    ids = _ids(p, "pairs", pairs, 2)
+    ids = _ids(p, "pairs", pairs, 3)  # GIFT and Moodle want at least three pairs
     for i, pair in enumerate(pairs if isinstance(pairs, list) else []):
         if isinstance(pair, dict):
             _texts(p, f"pairs[{i}].left", pair.get("left"), names)

@@ -78,7 +78,16 @@ def test_parse_number_accepts_common_forms(text, value):
     assert parse_number(text) == pytest.approx(value)
 
 
-@pytest.mark.parametrize("text", ["", "abc", "sqrt(64)", "1,000.5", "1/0", "1/8/2", True, None, [1], "inf", "nan"])
+@pytest.mark.parametrize("text, lang, value", [
+    ("1,024", "en", 1024.0), ("2,359,296", "zh", 2359296.0), ("1,000.5", "en", 1000.5),
+    ("1,024", "ru", 1.024), ("0,125", "en", 0.125), ("1 024", "ru", 1024.0),
+])
+def test_comma_follows_the_language(text, lang, value):
+    assert parse_number(text, lang) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["", "abc", "sqrt(64)", "1,000.5,2", "1/0", "1/8/2", True, None, [1], "inf", "nan",
+                                  "1,0,0"])
 def test_parse_number_refuses_non_numbers(text):
     with pytest.raises(AnswerFormatError):
         parse_number(text)
