@@ -98,10 +98,18 @@ def show(question_id, directory, lang, student, show_answer, student_answer) -> 
               help="concrete variants per parameterised question (named <id>-v1, -v2...)")
 @click.option("--bank", "directory", type=click.Path(file_okay=False), help=BANK_HELP)
 @click.option("-o", "--output", type=click.Path(), help="file to write (QTI: NAME.zip or a directory)")
-def export(fmt, lang, variants, directory, output) -> None:
+@click.option("--topic", help="only questions with this topic")
+@click.option("--kind", help="only questions of this kind")
+def export(fmt, lang, variants, directory, output, topic, kind) -> None:
     """Export the bank for an LMS: Moodle XML, GIFT, QTI 2.1 or JSON."""
     from .export import export as run_export
+    from .model import Bank
     bank = _load(directory)
+    if topic or kind:
+        chosen = {q.id: q for q in bank if (not topic or topic in q.topics) and (not kind or q.kind == kind)}
+        if not chosen:
+            raise click.ClickException(f"no question matches --topic {topic!r} --kind {kind!r}")
+        bank = Bank(chosen, bank.errors, bank.path)
     try:
         result = run_export(bank, fmt, lang, variants, output)
     except ValueError as exc:

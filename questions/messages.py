@@ -6,6 +6,7 @@ MESSAGES = {
     "incorrect": {"en": "Not correct.", "ru": "Неверно.", "zh": "不正确。"},
     "partial": {"en": "Partly correct: {got} of {total}.", "ru": "Частично верно: {got} из {total}.",
                 "zh": "部分正确：{total} 项中对了 {got} 项。"},
+    "partial_short": {"en": "Partly correct.", "ru": "Частично верно.", "zh": "部分正确。"},
     "missed": {"en": "You left out {n} correct option(s).",
                "ru": "Вы не отметили верных вариантов: {n}.",
                "zh": "有 {n} 个正确选项没有选。"},

@@ -60,6 +60,14 @@ def test_export_moodle_to_a_file_and_qti_directory(tmp_path):
     assert code != 0 and "--output" in out + err
 
 
+def test_export_can_pick_a_topic_or_kind():
+    code, out, _ = run("export", "--format", "json", "--topic", "permutation", "--kind", "single")
+    assert code == 0
+    assert [q["question_id"] for q in json.loads(out)["questions"]] == ["permute-inputs"]
+    code, out, err = run("export", "--format", "json", "--topic", "cooking")
+    assert code != 0 and "no question matches" in out + err
+
+
 def test_show_renders_and_grades():
     code, out, _ = run("show", "per-head-scale", "--lang", "ru", "--student", "s1", "--grade", "8,0")
     assert code == 0

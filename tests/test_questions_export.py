@@ -53,6 +53,7 @@ def test_moodle_xml_parses_and_matches_the_answer_key(bank, lang):
             assert len(right) == len(solution(question, seed)["options"])
             assert all(a.find("feedback/text").text for a in el.findall("answer"))
             assert el.findtext("single") == ("true" if question.kind == "single" else "false")
+            assert el.find("correctfeedback/text").text and el.find("incorrectfeedback/text").text
         elif question.kind == "numeric":
             answers = el.findall("answer")
             best = next(a for a in answers if a.get("fraction") == "100")

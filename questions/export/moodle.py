@@ -13,6 +13,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from . import markdown_html
+from ..messages import msg
 from ..variants import format_number
 
 
@@ -44,6 +45,11 @@ def _question(inst: dict) -> ET.Element:
         ET.SubElement(q, "single").text = "true" if kind == "single" else "false"
         ET.SubElement(q, "shuffleanswers").text = "true"
         ET.SubElement(q, "answernumbering").text = "abc"
+        lang = inst["lang"]
+        _text(q, "correctfeedback", msg("correct", lang))
+        _text(q, "partiallycorrectfeedback", msg("partial_short", lang))
+        _text(q, "incorrectfeedback", msg("incorrect", lang))
+        ET.SubElement(q, "shownumcorrect")
         right = sum(o["correct"] for o in inst["options"])
         wrong = len(inst["options"]) - right
         for o in inst["options"]:
