@@ -16,7 +16,9 @@ Stable API for the web app:
   with ``correct`` (True/False, None = waiting for an instructor), ``points``, ``max_points``,
   ``feedback`` (text in ``lang``) and ``details`` (JSON-safe; no solution in it).
   Answer formats and partial credit: see :mod:`questions.answers`. A malformed answer raises
-  ``AnswerFormatError`` (a ValueError) so that it does not count as an attempt.
+  ``AnswerFormatError`` (a ValueError) so that it does not count as an attempt. The feedback
+  explains the answer (option feedback, the question's explanation), so where a student may
+  still change an answer, show it only once the attempt is closed.
 * ``score_rubric(question, awarded_ids, lang) -> AnswerResult``: an instructor's verdict on a
   free-text answer. ``solution(question, seed, lang) -> dict``: the answer, for instructors.
 """
