@@ -1,0 +1,399 @@
+"""Faults during a deadline rush: each test ends with every accepted submission graded or
+failed with a reason, and none graded twice.
+
+Servers that a test kills are its own (tests/fault_support.py): the shared PostgreSQL and
+Redis on 5432/6379 are never touched. Workers are real processes (``python -m
+web.dispatch.worker``) with the fake grader from service_support, except the hung-sandbox
+test, which grades with the real grader and sandbox.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import requests
+from sqlalchemy import create_engine, event, func, select, text
+
+from fault_support import PrivatePostgres, PrivateRedis, ReconcilerThread, stop_processes
+from service_support import (ROOT, env_for, fake_grade, free_port, grade_log_lines, make_config,
+                             migrate, seed_people, spawn_worker, wait_until)
+from web import create_app
+from web.db import dispose_engines, get_engine, session_factory
+from web.dispatch import claim as claims
+from web.dispatch.broker import make_dispatcher
+from web.dispatch.worker import GradingWorker
+from web.models import GradingJob, Result, Submission
+
+pytestmark = pytest.mark.slow
+CORRECT_SDPA = ROOT / "tests" / "corpus" / "sdpa" / "correct" / "einsum.py"
+
+
+# ---- fixtures ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def redis_server():
+    server = PrivateRedis()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def pg_server():
+    server = PrivatePostgres()
+    try:
+        server.init()
+        server.start()
+        yield server
+    finally:
+        dispose_engines()
+        server.cleanup()
+
+
+class Stack:
+    """One test's database, config, people, API client and grade log."""
+
+    def __init__(self, tmp_path, url, people=None, **overrides):
+        self.tmp_path, self.url = tmp_path, url
+        self.config = make_config(tmp_path, url, LEASE_SECONDS=2.0, QUEUED_STALE_SECONDS=2.0,
+                                  **overrides)
+        if people is None:
+            migrate(url)
+        self.engine = get_engine(url)
+        self.people = people or seed_people(self.engine)
+        self.app = create_app(self.config)
+        self.client = self.app.test_client()
+        self.log = tmp_path / "grades.log"
+        self.workers: list[subprocess.Popen] = []
+
+    def post(self, code: str, who: str = "ada"):
+        return self.client.post("/api/v1/submissions", json={"task": "sdpa", "code": code},
+                                headers={"Authorization": f"Bearer {self.people[who]['token']}"})
+
+    def submit_many(self, n: int, tag: str, sleep: float = 0.5) -> list[int]:
+        ids = []
+        for i in range(n):
+            r = self.post(f"# ID={tag}{i} SLEEP={sleep} SCORE=9\n", who="ada" if i % 2 else "bob")
+            assert r.status_code == 202, r.get_json()
+            ids.append(r.get_json()["id"])
+        return ids
+
+    def worker(self, name: str, **env) -> subprocess.Popen:
+        proc = spawn_worker(self.config, name, ATTN_TEST_GRADE_LOG=self.log, **env)
+        self.workers.append(proc)
+        return proc
+
+    def states(self, ids) -> dict:
+        with session_factory(self.engine)() as session:
+            rows = session.execute(
+                select(Submission.id, Submission.status, Submission.error, GradingJob.attempts,
+                       func.count(Result.id))
+                .join(GradingJob, GradingJob.submission_id == Submission.id)
+                .outerjoin(Result, Result.submission_id == Submission.id)
+                .where(Submission.id.in_(ids))
+                .group_by(Submission.id, Submission.status, Submission.error,
+                          GradingJob.attempts)).all()
+        return {r[0]: {"status": r[1], "error": r[2], "attempts": r[3], "results": r[4]}
+                for r in rows}
+
+    def all_settled(self, ids) -> bool:
+        return all(s["status"] in ("done", "failed") for s in self.states(ids).values())
+
+    def assert_each_graded_or_failed_once(self, ids) -> dict:
+        states = self.states(ids)
+        assert sorted(states) == sorted(ids), "an accepted submission is missing"
+        for sub_id, s in states.items():
+            assert s["status"] in ("done", "failed"), (sub_id, s)
+            if s["status"] == "done":
+                assert s["results"] == 1, f"submission {sub_id} graded {s['results']} times"
+            else:
+                assert s["error"], f"submission {sub_id} failed without a reason"
+        return states
+
+    def started_by(self, proc) -> bool:
+        return any(line[:2] == ["start", str(proc.pid)] for line in grade_log_lines(self.log))
+
+    def close(self):
+        stop_processes(*self.workers)
+        dispose_engines()
+
+
+@pytest.fixture
+def pg_stack(pg_server, redis_server, tmp_path):
+    """A fresh database on the private PostgreSQL; jobs travel through the private Redis."""
+    name = f"faults_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(pg_server.url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    url = pg_server.url.rsplit("/", 1)[0] + "/" + name
+    stack = Stack(tmp_path, url, BROKER_URL=redis_server.url,
+                  BROKER_NAMESPACE=f"faults_{uuid.uuid4().hex[:8]}")
+    yield stack
+    stack.close()
+
+
+@pytest.fixture
+def sqlite_stack(tmp_path, _seeded_sqlite):
+    template, people = _seeded_sqlite  # migrated and seeded once per session
+    shutil.copy(template, tmp_path / "grader.db")
+    stack = Stack(tmp_path, f"sqlite:///{tmp_path / 'grader.db'}", people=people)
+    yield stack
+    stack.close()
+
+
+# ---- worker killed mid-job -------------------------------------------------------------------
+
+def test_sigkill_of_a_worker_mid_job_on_postgres_and_redis(pg_stack):
+    ids = pg_stack.submit_many(6, "k", sleep=1.0)
+    doomed = pg_stack.worker("doomed")
+    pg_stack.worker("steady")
+    with ReconcilerThread(pg_stack.engine, make_dispatcher(pg_stack.config)):
+        wait_until(lambda: pg_stack.started_by(doomed), timeout=60, what="doomed to start a job")
+        os.kill(doomed.pid, signal.SIGKILL)
+        doomed.wait(10)
+        pg_stack.worker("rescuer")
+        wait_until(lambda: pg_stack.all_settled(ids), timeout=90, what="every job to settle")
+    states = pg_stack.assert_each_graded_or_failed_once(ids)
+    assert all(s["status"] == "done" for s in states.values())
+    assert any(s["attempts"] == 2 for s in states.values())  # the killed job, run again
+
+
+# ---- web killed between commit and notify ----------------------------------------------------
+
+WEB_DIES_AFTER_COMMIT = """
+import os, signal, sys
+from werkzeug.serving import make_server
+from web import create_app
+
+app = create_app()
+def die_before_publishing(jobs):  # the row is committed; the process dies before notifying
+    os.kill(os.getpid(), signal.SIGKILL)
+app.extensions["attn_grader"].dispatcher.notify = die_before_publishing
+make_server("127.0.0.1", int(sys.argv[1]), app, threaded=True).serve_forever()
+"""
+
+
+def test_sigkill_of_the_web_process_between_commit_and_notify(pg_stack, redis_server):
+    import redis
+
+    port = free_port()
+    web = subprocess.Popen([sys.executable, "-c", WEB_DIES_AFTER_COMMIT, str(port)],
+                           env=env_for(pg_stack.config), cwd=ROOT)
+    try:
+        wait_until(lambda: _answers(port), timeout=60, what="the web process to listen")
+        token = pg_stack.people["ada"]["token"]
+        with pytest.raises(requests.ConnectionError):  # the client never hears back
+            requests.post(f"http://127.0.0.1:{port}/api/v1/submissions", timeout=30,
+                          headers={"Authorization": f"Bearer {token}"},
+                          json={"task": "sdpa", "code": "# ID=w0 SCORE=8\n"})
+        assert web.wait(10) == -signal.SIGKILL
+    finally:
+        stop_processes(web)
+
+    with session_factory(pg_stack.engine)() as session:
+        ids = list(session.scalars(select(Submission.id)))
+        assert len(ids) == 1 and session.get(Submission, ids[0]).job.status == "queued"
+    namespace = pg_stack.config["BROKER_NAMESPACE"]
+    assert not redis.Redis.from_url(redis_server.url).keys(f"{namespace}*")  # never published
+
+    pg_stack.worker("after-crash")
+    with ReconcilerThread(pg_stack.engine, make_dispatcher(pg_stack.config)):
+        wait_until(lambda: pg_stack.all_settled(ids), timeout=60, what="the orphan to be graded")
+    assert pg_stack.assert_each_graded_or_failed_once(ids)[ids[0]]["status"] == "done"
+
+
+def _answers(port: int) -> bool:
+    try:
+        return requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200
+    except requests.ConnectionError:
+        return False
+
+
+# ---- Redis restarted with jobs in flight -------------------------------------------------------
+
+def test_redis_restart_with_jobs_in_flight_loses_no_submission(pg_stack, redis_server):
+    ids = pg_stack.submit_many(8, "r", sleep=0.6)
+    first = pg_stack.worker("r1")
+    pg_stack.worker("r2")
+    with ReconcilerThread(pg_stack.engine, make_dispatcher(pg_stack.config)):
+        wait_until(lambda: pg_stack.started_by(first), timeout=60, what="grading to start")
+        redis_server.kill()  # every queued message is gone (no persistence)
+        during = [pg_stack.post(f"# ID=rd{i} SCORE=7\n") for i in range(2)]
+        assert [r.status_code for r in during] == [202, 202]  # accepted, notify failed
+        ids += [r.get_json()["id"] for r in during]
+        time.sleep(1.0)
+        redis_server.start()
+        wait_until(lambda: pg_stack.all_settled(ids), timeout=120, what="every job to settle")
+    states = pg_stack.assert_each_graded_or_failed_once(ids)
+    assert all(s["status"] == "done" for s in states.values())
+
+
+# ---- PostgreSQL restarted ------------------------------------------------------------------------
+
+def test_postgres_restart_mid_grading_and_submissions_during_the_outage(pg_stack, pg_server):
+    ids = pg_stack.submit_many(6, "p", sleep=0.8)
+    first = pg_stack.worker("p1")
+    pg_stack.worker("p2")
+    with ReconcilerThread(pg_stack.engine, make_dispatcher(pg_stack.config)):
+        wait_until(lambda: pg_stack.started_by(first), timeout=60, what="grading to start")
+        pg_server.stop("immediate")  # every connection dropped, like a crash
+        try:
+            down = pg_stack.post("# ID=pdown\n")
+            assert down.status_code == 503  # said clearly; nothing was accepted
+            assert "database is unavailable" in down.get_json()["error"]
+            time.sleep(1.0)
+        finally:
+            pg_server.start()
+        wait_until(lambda: pg_stack.all_settled(ids), timeout=120, what="every job to settle")
+    states = pg_stack.assert_each_graded_or_failed_once(ids)
+    assert all(s["status"] == "done" for s in states.values())
+    with session_factory(pg_stack.engine)() as session:  # the refused one left no trace
+        assert session.scalar(select(func.count(Submission.id))) == len(ids)
+
+
+# ---- full disk on the submission store -----------------------------------------------------------
+
+def _limit_pages(engine, extra_pages: int | None):
+    """Cap the SQLite file at its current size + ``extra_pages`` (None: lift the cap)."""
+    engine.dispose()
+    with engine.connect() as conn:
+        pages = conn.exec_driver_sql("PRAGMA page_count").scalar()
+    limit = 1_073_741_823 if extra_pages is None else pages + extra_pages
+
+    def cap(dbapi_conn, _record):
+        dbapi_conn.execute(f"PRAGMA max_page_count={limit}")
+
+    for old in getattr(engine, "_test_caps", []):
+        event.remove(engine, "connect", old)
+    engine._test_caps = [cap]
+    event.listen(engine, "connect", cap)
+    engine.dispose()
+
+
+def test_a_full_submission_store_answers_507_and_keeps_nothing_half_written(sqlite_stack):
+    stack = sqlite_stack
+    engine = stack.app.extensions["attn_grader"].engine
+    assert engine is stack.engine
+    _limit_pages(engine, 4)  # 16 KB left
+    big = "# ID=big\n" + "x = 1  # padding\n" * 3500  # about 60 KB
+    r = stack.post(big)
+    assert r.status_code == 507 and r.headers["Retry-After"]
+    assert "submission store is full" in r.get_json()["error"]
+    small = stack.post("# ID=small SCORE=6\n")
+    assert small.status_code == 202  # what fits is still accepted
+    with session_factory(engine)() as session:
+        assert session.scalar(select(func.count(Submission.id))) == 1
+        assert session.scalar(select(func.count(GradingJob.id))) == 1
+
+    # The disk fills while a worker grades: its result cannot be written ...
+    claim = claims.claim_next(engine, "w-full", lease_seconds=1.0)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE filler (b BLOB)")
+    for size in (2000, 500, 100, 20):  # SQLite rolls back a transaction that hit "full"
+        with pytest.raises(Exception, match="full"):
+            while True:
+                with engine.begin() as conn:
+                    conn.exec_driver_sql(f"INSERT INTO filler VALUES (zeroblob({size}))")
+    def grade_with_weights(code, task, **kw):  # real reports carry attention weights
+        report = fake_grade(code, task, **kw)
+        report["checks"][0]["details"]["weights_submission"] = [[0.125] * 64] * 64
+        return report
+
+    worker = GradingWorker(engine, stack.config, grade_fn=grade_with_weights, name="w-full")
+    with pytest.raises(Exception, match="full"):
+        worker.process(claim)
+    sub_id = small.get_json()["id"]
+    assert stack.states([sub_id])[sub_id] == {"status": "running", "error": None,
+                                              "attempts": 1, "results": 0}
+    # ... and once space is freed the job is graded on its next attempt, once.
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE filler")
+    _limit_pages(engine, None)
+    time.sleep(1.1)  # the lease of the failed attempt runs out
+    assert worker.run_once(["cpu"]) == "done"
+    state = stack.assert_each_graded_or_failed_once([sub_id])[sub_id]
+    assert (state["status"], state["attempts"]) == ("done", 2)
+    assert stack.post(big).status_code == 202
+
+
+def test_postgres_disk_full_is_recognised_by_its_sqlstate():
+    from sqlalchemy.exc import OperationalError
+
+    from web.observability import is_disk_full
+
+    class DiskFull(Exception):
+        sqlstate = "53100"
+
+    assert is_disk_full(OperationalError("INSERT ...", {}, DiskFull("could not extend file")))
+    assert not is_disk_full(OperationalError("SELECT 1", {}, Exception("connection refused")))
+
+
+# ---- hung sandbox child ------------------------------------------------------------------------
+
+HUNG = '''import signal
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # ignores polite requests to stop
+    while True:
+        pass
+'''
+
+
+def _descendants(pid: int) -> set[int]:
+    children = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, set()).add(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def test_a_hung_sandbox_child_is_graded_as_a_timeout_and_the_worker_goes_on(sqlite_stack):
+    pytest.importorskip("grader.grading")
+    stack = sqlite_stack
+    hung = stack.post(HUNG).get_json()["id"]
+    good = stack.post(CORRECT_SDPA.read_text()).get_json()["id"]
+    worker = stack.worker("sandboxed", ATTN_GRADER_GRADE_FUNCTION="grader.grading:grade_source",
+                          ATTN_GRADER_SANDBOX="auto", ATTN_GRADER_SANDBOX_CALL_SECONDS="1",
+                          ATTN_GRADER_SANDBOX_WALL_SECONDS="4", ATTN_GRADER_LEASE_SECONDS="10")
+    seen: set[int] = set()
+
+    def settled():
+        seen.update(_descendants(worker.pid))
+        return stack.all_settled([hung, good])
+
+    wait_until(settled, timeout=180, interval=0.2, what="both submissions to be graded")
+    states = stack.assert_each_graded_or_failed_once([hung, good])
+    assert states[hung]["status"] == "done" and states[good]["status"] == "done"
+    with session_factory(stack.engine)() as session:
+        hung_sub, good_sub = session.get(Submission, hung), session.get(Submission, good)
+        assert hung_sub.score < hung_sub.max_score
+        messages = [c.message for c in hung_sub.result.checks]
+        assert any("did not finish in time" in m for m in messages), messages
+        assert good_sub.score == good_sub.max_score  # the same worker carried on normally
+    stop_processes(worker)
+    wait_until(lambda: not any(Path(f"/proc/{p}").exists() and _state(p) != "Z" for p in seen),
+               timeout=20, what="the sandbox children to be gone with their worker")
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "gone"
