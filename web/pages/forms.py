@@ -20,6 +20,17 @@ from ..models import FEEDBACK_LEVELS, LATE_POLICIES
 
 EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
 
+try:  # WTForms 3.3 deprecates (value, label) tuples in favour of SelectChoice
+    from wtforms.fields.choices import SelectChoice
+except ImportError:  # older WTForms take the tuples
+    def SelectChoice(value, label):  # noqa: N802
+        return (value, label)
+
+
+def options(pairs) -> list:
+    """Choices for a select, radio or checkbox field from (value, label) pairs."""
+    return [SelectChoice(value, label) for value, label in pairs]
+
 
 class MultiCheckboxField(SelectMultipleField):
     """Several choices as checkboxes (the WTForms documentation's recipe)."""
@@ -71,8 +82,8 @@ class SubmissionForm(FlaskForm):
 
 
 class LanguageForm(FlaskForm):
-    lang = SelectField("Quiz language", choices=[("en", "English"), ("ru", "Русский"),
-                                                 ("zh", "中文")])
+    lang = SelectField("Quiz language", choices=options([("en", "English"), ("ru", "Русский"),
+                                                         ("zh", "中文")]))
     submit = SubmitField("Switch")
 
 
@@ -96,9 +107,9 @@ class AssignmentSettingsForm(FlaskForm):
                                   format=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"])
     deadline = DateTimeLocalField("Deadline (UTC)", validators=[Optional()],
                                   format=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"])
-    late_policy = SelectField("After the deadline", choices=[
+    late_policy = SelectField("After the deadline", choices=options([
         ("reject", "reject late work"), ("accept", "accept late work in full"),
-        ("penalty", "accept with a penalty")])
+        ("penalty", "accept with a penalty")]))
     late_penalty = FloatField("Late penalty (fraction taken off, 0–1)", default=0.0,
                               validators=[Optional(), NumberRange(min=0, max=1)])
     max_attempts = IntegerField("Attempts allowed (empty = unlimited)",
@@ -107,20 +118,25 @@ class AssignmentSettingsForm(FlaskForm):
                                     validators=[Optional(), NumberRange(min=1)])
     rate_limit_seconds = IntegerField("…per this many seconds",
                                       validators=[Optional(), NumberRange(min=1)])
-    feedback = SelectField("Feedback students see", choices=[
+    feedback = SelectField("Feedback students see", choices=options([
         ("full", "every check and its diagnosis, at once"),
         ("score", "only the score"),
-        ("after_deadline", "the score before the deadline, every check after it")])
+        ("after_deadline", "the score before the deadline, every check after it")]))
     question_ids = MultiCheckboxField("Questions in this quiz", choices=[])
     submit = SubmitField("Save settings")
 
-    def validate_rate_limit_seconds(self, field):
-        if bool(field.data) != bool(self.rate_limit_count.data):
-            raise ValidationError("give both the number of submissions and the window, or neither")
-
-    def validate_deadline(self, field):
-        if field.data and self.opens_at.data and field.data <= self.opens_at.data:
-            raise ValidationError("the deadline must come after the opening time")
+    def validate(self, extra_validators=None) -> bool:
+        ok = super().validate(extra_validators)
+        # checks across fields (per-field validators stop at an empty optional field)
+        if bool(self.rate_limit_seconds.data) != bool(self.rate_limit_count.data):
+            self.rate_limit_seconds.errors = list(self.rate_limit_seconds.errors) + [
+                "give both the number of submissions and the window, or neither"]
+            ok = False
+        if self.deadline.data and self.opens_at.data and self.deadline.data <= self.opens_at.data:
+            self.deadline.errors = list(self.deadline.errors) + [
+                "the deadline must come after the opening time"]
+            ok = False
+        return ok
 
 
 assert set(LATE_POLICIES) == {"reject", "accept", "penalty"}
@@ -136,12 +152,12 @@ def answer_form(question: dict, previous=None) -> FlaskForm:
 
     data = {}
     if kind == "single":
-        AnswerForm.choice = RadioField("Answer", choices=[(o["id"], o["text"]) for o in question["options"]],
+        AnswerForm.choice = RadioField("Answer", choices=options((o["id"], o["text"]) for o in question["options"]),
                                        validators=[InputRequired("choose one option")])
         data["choice"] = previous
     elif kind == "multiple":
         AnswerForm.choices = MultiCheckboxField(
-            "Answer", choices=[(o["id"], o["text"]) for o in question["options"]])
+            "Answer", choices=options((o["id"], o["text"]) for o in question["options"]))
         data["choices"] = previous or []
     elif kind == "numeric":
         AnswerForm.number = StringField("Answer", validators=[InputRequired("enter a number")],
@@ -150,10 +166,10 @@ def answer_form(question: dict, previous=None) -> FlaskForm:
     elif kind == "ordering":
         items = [(i["id"], i["text"]) for i in question["items"]]
         for index in range(len(items)):
-            setattr(AnswerForm, f"pos{index}", SelectField(f"{index + 1}.", choices=items))
+            setattr(AnswerForm, f"pos{index}", SelectField(f"{index + 1}.", choices=options(items)))
             data[f"pos{index}"] = previous[index] if previous and index < len(previous) else items[index][0]
     elif kind == "matching":
-        rights = [("", "—")] + [(r["id"], r["text"]) for r in question["right"]]
+        rights = options([("", "—")] + [(r["id"], r["text"]) for r in question["right"]])
         for index, left in enumerate(question["left"]):
             setattr(AnswerForm, f"match{index}", SelectField(left["text"], choices=rights,
                                                              validators=[InputRequired()]))

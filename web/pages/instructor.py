@@ -9,7 +9,8 @@ from ..models import QuizAnswer, Submission
 from ..services import analytics, courses, gradebook, quizzes, review
 from ..services.submissions import SubmissionRejected, submission_view
 from . import charts
-from .forms import ActionForm, AssignmentSettingsForm, ManualGradeForm, OverrideScoreForm
+from .forms import (ActionForm, AssignmentSettingsForm, ManualGradeForm, OverrideScoreForm,
+                    options)
 from .helpers import db, highlight_python, instructor_required
 from .results import describe_checks
 
@@ -97,8 +98,8 @@ def settings(slug: str):
     form = AssignmentSettingsForm(obj=item)
     bank = _bank()
     if item.kind == "quiz":
-        form.question_ids.choices = [(q.id, f"{q.id} — {q.text('title', 'en')} ({q.kind})")
-                                     for q in bank]
+        form.question_ids.choices = options((q.id, f"{q.id} — {q.text('title', 'en')} ({q.kind})")
+                                            for q in bank)
         if not form.is_submitted():
             form.question_ids.data = list(item.question_ids or [])
     else:
@@ -185,7 +186,8 @@ def _grading_item(answer: QuizAnswer, bank) -> dict:
     lang = answer.attempt.lang
     form = ManualGradeForm(prefix=f"a{answer.id}")
     sol = solution(question, answer.seed, "en")
-    form.rubric.choices = [(r["id"], f"{r['text']} ({r['points']:g} pt)") for r in sol.get("rubric", [])]
+    form.rubric.choices = options((r["id"], f"{r['text']} ({r['points']:g} pt)")
+                                  for r in sol.get("rubric", []))
     return {"answer": answer, "question": render(question, answer.seed, lang),
             "solution": sol, "form": form, "student": answer.attempt.user,
             "assignment": answer.attempt.assignment}
