@@ -83,6 +83,7 @@ def test_concurrent_clients_every_submission_graded_exactly_once(server):
             assert view.status_code == 404  # ada's, asked for with bob's token
 
 
+@pytest.mark.parametrize("service", ["sqlite"], indirect=True)  # the client, not the db
 def test_submit_command_waits_and_prints_the_result(server, tmp_path):
     url, service, _log, _output = server
     good = tmp_path / "attention.py"

@@ -99,3 +99,33 @@ def test_api_tokens_are_stored_hashed_and_can_be_revoked(service):
         assert user_for_token(session, "not-a-token") is None
         assert revoke_tokens(session, user) == 2
         assert user_for_token(session, token) is None
+
+
+@pytest.mark.integration
+def test_postgresql_migrations_match_the_models_and_round_trip(_seeded_pg):
+    from alembic import command
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+    from sqlalchemy import create_engine, text
+
+    from web.db import alembic_config
+
+    url, _people = _seeded_pg
+    with get_engine(url).connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+    # a scratch database for the round trip, so the session's data stays
+    admin = create_engine(url.rsplit("/", 1)[0] + "/test", isolation_level="AUTOCOMMIT")
+    scratch = url + "_rt"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{scratch.rsplit("/", 1)[1]}"'))
+    try:
+        upgrade(scratch)
+        command.downgrade(alembic_config(scratch), "base")
+        assert inspect(get_engine(scratch)).get_table_names() == ["alembic_version"]
+        upgrade(scratch)
+        assert current_revision(get_engine(scratch)) == head_revision()
+    finally:
+        get_engine(scratch).dispose()
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{scratch.rsplit("/", 1)[1]}" WITH (FORCE)'))
+        admin.dispose()
