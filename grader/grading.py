@@ -125,6 +125,8 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
     def fail_load(check_id, message, details=None):
         add(check_id, False, message, details)
         report.error = message
+        for c in report.checks:  # a file that cannot be loaded scores 0, whatever passed before
+            c.points = 0
         done = {c.id for c in report.checks}
         for cid in ["load.source", "load.import", "load.signature"] + [c.id for c in t.checks]:
             if cid not in done:

@@ -25,15 +25,17 @@ DKS = (8, 16, 32, 64, 128, 256, 512)
 def fit_scale(weights: torch.Tensor, dots: torch.Tensor) -> tuple[float, float, float]:
     """(slope, R², within-row logit variance) of log(weights) against dots, both (L, S)."""
     w, x = weights.double(), dots.double()
-    valid = torch.isfinite(w) & (w > 1e-30)
+    valid = torch.isfinite(w) & (w > 1e-300)
     y = torch.log(torch.where(valid, w, torch.ones_like(w)))
-    if valid.all():  # two-way centring: robust to a softmax over the wrong axis
-        xc = x - x.mean(-1, keepdim=True) - x.mean(-2, keepdim=True) + x.mean()
-        yc = y - y.mean(-1, keepdim=True) - y.mean(-2, keepdim=True) + y.mean()
-    else:
-        n = valid.sum(-1, keepdim=True).clamp(min=1)
-        xc = torch.where(valid, x - (x * valid).sum(-1, keepdim=True) / n, torch.zeros_like(x))
-        yc = torch.where(valid, y - (y * valid).sum(-1, keepdim=True) / n, torch.zeros_like(y))
+    # Remove per-row and per-column constants (alternating projections over the valid entries):
+    # softmax over the keys adds a row constant, a softmax over the wrong axis a column one.
+    xc = torch.where(valid, x, torch.zeros_like(x))
+    yc = torch.where(valid, y, torch.zeros_like(y))
+    rows, cols = valid.sum(-1, keepdim=True).clamp(min=1), valid.sum(-2, keepdim=True).clamp(min=1)
+    for _ in range(50 if not valid.all() else 1):
+        for t in (xc, yc):
+            t -= torch.where(valid, t.sum(-1, keepdim=True) / rows, torch.zeros_like(t))
+            t -= torch.where(valid, t.sum(-2, keepdim=True) / cols, torch.zeros_like(t))
     denom = float((xc * xc).sum())
     if denom == 0 or valid.sum() < 4:
         return float("nan"), 0.0, float("nan")

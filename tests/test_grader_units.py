@@ -1,0 +1,185 @@
+"""The grader's parts on their own: tolerance, static scan, scale reading, scoring, load failures."""
+import math
+
+import pytest
+import torch
+
+from grader import GRADER_VERSION
+from grader.checks.forbidden import forbidden_ops, scan_source
+from grader.checks.scale import fit_scale, name_scale
+from grader.checks.tolerance import allowance, compare
+from grader.checks.variants import identify, sdpa_variants
+from grader.grading import _max_points, _signature_problem, grade_source, split_points
+from grader.sandbox import Limits
+from grader.tasks import TASKS
+from reference_impl import scaled_dot_product_attention as ref_sdpa
+
+CORRECT = '''
+import math, torch
+def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=False, scale=None):
+    s = query @ key.transpose(-2, -1) * (1 / math.sqrt(query.size(-1)) if scale is None else scale)
+    if is_causal:
+        s = s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool).tril(), float("-inf"))
+    if attn_mask is not None:
+        s = s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else s + attn_mask
+    return torch.softmax(s, -1) @ value
+'''
+
+
+def test_points_sum_to_100_per_task():
+    for task in TASKS.values():
+        assert sum(task.points.values()) == 100
+        assert sum(_max_points(task).values()) == 100
+        assert {"load", "forbidden", "output", "dtype", "scale", "mask", "causal", "grad", "batch",
+                "inputs"} <= set(task.points)
+    assert {"weights", "stability"} <= set(TASKS["sdpa"].points)
+    assert "heads" in TASKS["mha"].points
+    assert split_points(10, [2, 1, 1]) == [5, 3, 2] or sum(split_points(10, [2, 1, 1])) == 10
+    assert GRADER_VERSION
+
+
+def test_tolerance_nan_never_passes_and_float16_fails():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 7, 9, generator=g) for _ in range(3))
+    ref64 = ref_sdpa(q.double(), k.double(), v.double())
+    bound = allowance(ref64, ref_sdpa(q, k, v), torch.float32)
+    assert compare(ref_sdpa(q, k, v), ref64, bound).ok
+    nan_out = ref_sdpa(q, k, v).clone()
+    nan_out[0, 0, 0] = float("nan")
+    result = compare(nan_out, ref64, float("inf"))
+    assert not result.ok and result.nonfinite == 1 and result.where == [0, 0, 0]
+    half = ref_sdpa(q.half(), k.half(), v.half()).float()
+    assert not compare(half, ref64, bound).ok
+
+
+def test_variants_name_the_bug():
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(2, n, 8, generator=g, dtype=torch.float64) for n in (5, 8, 8))
+    mask = torch.rand(5, 8, generator=g) < 0.6
+    mask[:, 0] = True
+    wrong = ref_sdpa(q, k, v, ~mask)
+    ref = ref_sdpa(q, k, v, mask)
+    assert identify(wrong, sdpa_variants(q, k, v, mask), 1.0) == "mask_polarity"
+    assert identify(ref, sdpa_variants(q, k, v, mask), 0.0) is None
+
+
+@pytest.mark.parametrize("source, flagged", [
+    (CORRECT, False),
+    ('"""Unlike F.scaled_dot_product_attention, written by hand."""\n' + CORRECT, False),
+    ("class A:\n    def scaled_dot_product_attention(self, q):\n        return q\n"
+     "def f(q):\n    return A().scaled_dot_product_attention(q)\n", False),
+    ("import torch.nn.functional as F\ndef f(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)\n", True),
+    ("from torch.nn.functional import scaled_dot_product_attention as sdpa\n", True),
+    ("import torch\ndef f(q):\n    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, q, q)\n", True),
+    ("import torch\nn = 'scaled_' + 'dot_product_attention'\ndef f(q):\n    return getattr(torch.nn.functional, n)(q, q, q)\n", True),
+    ("import importlib\nm = importlib.import_module('reference' + '_impl')\n", True),
+    ("import reference_impl\n", True),
+    ("import torch\nmha = torch.nn.MultiheadAttention(8, 2)\n", True),
+    ("import torch\nfrom torch.overrides import TorchFunctionMode\n", True),
+    ("import torch\ndef f():\n    with torch._C.DisableTorchFunction():\n        pass\n", True),
+])
+def test_static_scan(source, flagged):
+    assert bool(scan_source(source)) == flagged
+
+
+def test_runtime_forbidden_names():
+    assert forbidden_ops(["aten._scaled_dot_product_flash_attention_for_cpu", "aten.bmm"])
+    assert forbidden_ops(["torch.nn.functional.multi_head_attention_forward"])
+    assert forbidden_ops(["module.reference_impl"])
+    assert not forbidden_ops(["aten.bmm", "aten._softmax", "torch.softmax", "Tensor.masked_fill"])
+
+
+def test_scale_is_read_from_weights():
+    g = torch.Generator().manual_seed(2)
+    found = {}
+    for d in (8, 64, 512):
+        q, k = torch.randn(12, d, generator=g, dtype=torch.float64), torch.randn(16, d, generator=g, dtype=torch.float64)
+        dots = q @ k.T
+        slope, r2, variance = fit_scale(torch.softmax(dots / math.sqrt(d), -1), dots)
+        assert abs(slope * math.sqrt(d) - 1) < 1e-9 and r2 > 0.999999
+        assert 0.5 < variance < 2
+        found[d] = fit_scale(torch.softmax(dots, -1), dots)[0]  # no scaling
+        assert abs(fit_scale(torch.softmax(dots, -2), dots)[0] - 1) < 1e-9  # wrong axis: still readable
+    assert name_scale(found).startswith("no scaling")
+    assert "1/d_k" in name_scale({d: 1 / d for d in (8, 64, 512)})
+    assert "only right at d_k = 64" in name_scale({d: 0.125 for d in (8, 64, 512)})
+    assert "d_model" in name_scale({8: 1 / math.sqrt(32), 64: 1 / math.sqrt(128)}, {8: 4, 64: 2})
+
+
+def test_signature_rules():
+    task = TASKS["sdpa"]
+    p = lambda name, kind="POSITIONAL_OR_KEYWORD", default=False: {"name": name, "kind": kind, "has_default": default}
+    ok = [p("q"), p("k"), p("v"), p("attn_mask", default=True), p("dropout_p", default=True),
+          p("is_causal", default=True), p("scale", default=True)]
+    assert _signature_problem(task, ok) is None
+    assert _signature_problem(task, [p("q"), p("k"), p("v"), p("kw", "VAR_KEYWORD")]) is None
+    assert "scale" in _signature_problem(task, ok[:4] + [p("is_causal", default=True)])
+    assert "positional" in _signature_problem(task, [p("q"), p("k")])
+    assert "default" in _signature_problem(task, ok + [p("extra")])
+
+
+@pytest.mark.parametrize("source, needle", [
+    (b"def scaled_dot_product_attention(q, k, v:\n", "cannot parse"),
+    (b"# \xff\xfe not utf-8\n", "not valid UTF-8"),
+])
+def test_unloadable_files_score_zero_without_a_child(source, needle):
+    report = grade_source(source, "sdpa", seed=1).to_dict()
+    assert report["score"] == 0 and not report["passed"] and needle in report["error"]
+    assert all(c["details"].get("skipped") for c in report["checks"][1:])
+
+
+def test_load_failures_in_the_child():
+    missing = grade_source("def attention(q, k, v):\n    return q\n", "sdpa", seed=1).to_dict()
+    assert missing["score"] == 0 and "does not define scaled_dot_product_attention" in missing["error"]
+    assert "attention" in missing["error"]
+    crash = grade_source("import torch\nraise ValueError('boom at import')\n", "sdpa", seed=1).to_dict()
+    assert crash["score"] == 0 and "boom at import" in crash["error"]
+    assert "Traceback (most recent call last)" not in crash["error"]
+
+
+def test_unknown_task_is_an_error():
+    with pytest.raises(ValueError, match="unknown task"):
+        grade_source(CORRECT, "nope")
+
+
+def test_slow_check_fails_alone_and_student_frames_are_shown():
+    source = CORRECT.replace("    return torch.softmax(s, -1) @ value", '''    if is_causal:
+        while True:
+            pass
+    if scale is not None:
+        helper(scale)
+    return torch.softmax(s, -1) @ value
+
+
+def helper(x):
+    raise RuntimeError("student bug in helper")''')
+    report = grade_source(source, "sdpa", seed=3, limits=Limits(call_seconds=1.0)).to_dict()
+    checks = {c["id"]: c for c in report["checks"]}
+    assert not checks["causal.square"]["passed"] and "did not finish in time" in checks["causal.square"]["message"]
+    assert checks["mask.bool_broadcast"]["passed"] and checks["grad.reference"]["passed"] is False
+    arg = checks["scale.argument"]
+    assert not arg["passed"] and "student bug in helper" in arg["message"] and "submission.py line" in arg["message"]
+    assert "harness" not in arg["details"]["traceback"] and 'File "submission.py"' in arg["details"]["traceback"]
+    assert checks["output.shapes"]["passed"] and checks["stability.float32"]["passed"]
+
+
+def test_report_shape_and_public_seed():
+    report = grade_source(CORRECT, "sdpa", seed=99).to_dict()
+    assert set(report) >= {"task", "score", "max_score", "passed", "checks", "error", "grader_version",
+                           "sandbox", "warnings", "seed_public", "timings"}
+    assert report["seed_public"] == 99 and report["passed"] and report["score"] == 100
+    scale = next(c for c in report["checks"] if c["id"] == "scale.default")
+    dks = [row["d_k"] for row in scale["details"]["variance_by_dk"]]
+    assert dks[0] == 8 and dks[-1] == 512
+    assert all(abs(row["variance"] - 1) < 0.5 and row["expected"] == 1.0 for row in scale["details"]["variance_by_dk"])
+    secret = grade_source(CORRECT, "sdpa").to_dict()
+    assert secret["seed_public"] is None and secret["passed"]
+
+
+def test_weight_heatmaps_for_mask_failures():
+    source = CORRECT.replace("s.masked_fill(~attn_mask", "s.masked_fill(attn_mask")
+    report = grade_source(source, "sdpa", seed=5).to_dict()
+    check = next(c for c in report["checks"] if c["id"] == "mask.bool_broadcast")
+    assert not check["passed"] and "polarity" in check["message"]
+    sub, ref = check["details"]["weights_submission"], check["details"]["weights_reference"]
+    assert 1 < len(sub) <= 16 and len(sub) == len(ref) and len(sub[0]) == len(ref[0]) <= 16
