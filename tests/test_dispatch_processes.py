@@ -90,3 +90,35 @@ def test_dramatiq_delivers_job_ids_and_duplicates_are_harmless(stub_service):
     scores = [client.get(f"/api/v1/submissions/{i}", headers=headers).get_json()["score"]
               for i in ids]
     assert scores == [3.0, 5.0]
+
+
+def test_workers_pin_one_gpu_each_and_leave_when_their_supervisor_dies(service):
+    import subprocess
+    import sys
+
+    from service_support import ROOT, env_for
+    from web.dispatch.supervisor import worker_specs
+
+    specs = worker_specs(2, ["0", "1"], prefix="host")
+    assert [(s.name, s.queues, s.env["CUDA_VISIBLE_DEVICES"]) for s in specs] == [
+        ("host:cpu0", "cpu", ""), ("host:cpu1", "cpu", ""),
+        ("host:gpu0", "gpu", "0"), ("host:gpu1", "gpu", "1")]
+
+    # A supervisor (here: a shell) that dies by SIGKILL; its worker notices and exits.
+    shell = subprocess.Popen(
+        ["bash", "-c", f"{sys.executable} -m web.dispatch.worker --name orphan "
+                       "--parent-pid $$ & echo $!; wait"],
+        env=env_for(service.config), cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    worker_pid = int(shell.stdout.readline())
+    os.kill(shell.pid, signal.SIGKILL)
+    shell.wait(10)
+
+    def gone():
+        try:
+            os.kill(worker_pid, 0)
+        except ProcessLookupError:
+            return True
+        with open(f"/proc/{worker_pid}/stat") as fh:  # exited but not yet reaped
+            return fh.read().split()[2] == "Z"
+
+    wait_until(gone, timeout=60, what="the orphaned worker to exit")

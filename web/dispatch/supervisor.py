@@ -53,7 +53,7 @@ class Supervisor:
                 env["ATTN_GRADER_" + key] = str(self.config[key])
         return subprocess.Popen(
             [sys.executable, "-m", "web.dispatch.worker", "--queues", spec.queues,
-             "--name", spec.name], env=env)
+             "--name", spec.name, "--parent-pid", str(os.getpid())], env=env)
 
     def start(self) -> None:
         for spec in self.specs:

@@ -120,12 +120,24 @@ class GradingWorker:
             worker.stop()
 
 
+def _watch_parent(parent: int, stop: threading.Event) -> None:
+    """A supervisor killed with SIGKILL cannot stop its workers; they notice and leave."""
+    while os.getppid() == parent:
+        if stop.wait(1.0):
+            return
+    log.warning("the supervising process %s is gone; stopping", parent)
+    stop.set()
+
+
 def main(argv=None) -> int:
     from ..config import load_config
 
     parser = argparse.ArgumentParser(description="One grading worker process.")
     parser.add_argument("--queues", default="cpu", help="comma-separated: cpu, gpu")
     parser.add_argument("--name", default=None, help="worker name recorded on jobs")
+    parser.add_argument("--parent-pid", type=int, default=None,
+                        help="stop (after the current job) once this process is no longer "
+                             "the parent (the supervisor died)")
     args = parser.parse_args(argv)
     configure_logging("INFO")
     logging.getLogger("alembic").setLevel(logging.WARNING)
@@ -138,6 +150,8 @@ def main(argv=None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())  # finish the current job, then exit
+    if args.parent_pid:
+        threading.Thread(target=_watch_parent, args=(args.parent_pid, stop), daemon=True).start()
     mode = "dramatiq" if config.get("BROKER_URL") else "database"
     log.info("worker %s consuming %s (%s)", worker.name, ",".join(queues), mode)
     if mode == "dramatiq":
