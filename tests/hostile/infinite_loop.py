@@ -1,5 +1,5 @@
 # attack: spin forever
 # expect: timeout crash
-def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
     while True:
         pass

@@ -3,7 +3,7 @@
 import socket
 
 
-def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
     results = []
     for family, addr in ((socket.AF_INET, ("127.0.0.1", {{PORT}})), (socket.AF_INET6, ("::1", {{PORT}})),
                          (socket.AF_INET, ("8.8.8.8", 53))):

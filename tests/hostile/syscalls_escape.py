@@ -12,7 +12,7 @@ CALLS = {  # x86_64 numbers
 }
 
 
-def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
     report = []
     for name, (nr, *args) in CALLS.items():
         res = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])

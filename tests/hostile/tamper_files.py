@@ -8,7 +8,7 @@ TARGETS = [torch.__file__, os.path.join(os.path.dirname(torch.__file__), "functi
            "{{REPO}}/reference_impl/__init__.py", "{{REPO}}/grader/sandbox/harness.py", "{{TORCH_FILE}}"]
 
 
-def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
     report = []
     for path in TARGETS:
         for action in ("append", "chmod", "unlink"):

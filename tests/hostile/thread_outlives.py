@@ -11,7 +11,7 @@ def _spin():
         time.sleep(0.001)
 
 
-def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
     for _ in range(4):
         threading.Thread(target=_spin).start()  # non-daemon: would keep a plain interpreter alive
     return q * 0

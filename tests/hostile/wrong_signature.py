@@ -1,4 +1,4 @@
 # malformed: the function takes the wrong arguments
 # expect: exception
-def sdpa(qkv):
+def scaled_dot_product_attention(qkv):
     return qkv
