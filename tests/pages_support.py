@@ -2,6 +2,9 @@
 and a worker that grades queued submissions in this process."""
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -26,14 +29,36 @@ def grade_queued(env, grade_fn=fake_grade) -> int:
     return count
 
 
+_TEMPLATE: dict = {}
+
+
+def _template_database() -> tuple[Path, dict]:
+    """A migrated, seeded SQLite file made once per test process; tests get copies.
+
+    Seeding hashes three passwords and loads the question bank, which is most of a test's
+    setup time otherwise.
+    """
+    if not _TEMPLATE:
+        from web.db import dispose_engines, get_engine
+
+        folder = Path(tempfile.mkdtemp(prefix="attn-pages-template-"))
+        url = f"sqlite:///{folder / 'template.db'}"
+        migrate(url)
+        people = seed_people(get_engine(url))
+        dispose_engines()  # closes the connections, so the WAL is folded into the file
+        _TEMPLATE.update(path=folder / "template.db", people=people)
+    return _TEMPLATE["path"], _TEMPLATE["people"]
+
+
 def make_env(tmp_path, **overrides):
     from web import create_app
     from web.db import get_engine
 
+    template, people = _template_database()
     config = make_config(tmp_path, **{"PAGES": True, "WTF_CSRF_ENABLED": False, **overrides})
-    migrate(config["DATABASE_URL"])
+    shutil.copyfile(template, tmp_path / "grader.db")
+    assert config["DATABASE_URL"] == f"sqlite:///{tmp_path / 'grader.db'}"
     engine = get_engine(config["DATABASE_URL"])
-    people = seed_people(engine)
     app = create_app(config)
     return SimpleNamespace(app=app, config=config, engine=engine, people=people, tmp_path=tmp_path)
 

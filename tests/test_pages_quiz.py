@@ -1,0 +1,214 @@
+"""Quiz pages and the instructor's statistics behind them."""
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from pages_support import ada, bob, db_session, env, prof  # noqa: F401
+
+NUMERIC, SINGLE, FREE = "head-dimension", "why-scale-by-sqrt-dk", "derive-score-variance"
+
+
+def _user_id(env, email):
+    from web.services.users import find_user
+    with db_session(env) as session:
+        return find_user(session, email).id
+
+
+def _solution(env, email, qid):
+    from questions.answers import solution
+    from questions.model import load_bank
+    from questions.variants import variant_seed
+    question = load_bank().get(qid)
+    return question, solution(question, variant_seed(f"user:{_user_id(env, email)}", qid))
+
+
+def _field(qid, name):
+    return f"q-{qid}-{name}"
+
+
+def test_quiz_in_russian_with_feedback_then_the_instructors_grade(env, ada, prof):
+    page = ada.post("/language", data={"lang": "ru", "next": "/quiz/quiz"}, follow_redirects=True)
+    text = page.get_data(as_text=True)
+    assert '<html lang="ru">' in text and "Начать" not in text  # chrome stays English
+    assert ada.post("/quiz/quiz/start").status_code == 302
+    page = ada.get("/quiz/quiz").get_data(as_text=True)
+    assert "Размерность одной головы" in page  # the numeric question's Russian title
+    with db_session(env) as session:
+        from web.services.users import find_user
+        assert find_user(session, "ada@example.org").locale == "ru"  # remembered
+
+    _, sol = _solution(env, "ada@example.org", NUMERIC)
+    page = ada.post(f"/quiz/quiz/questions/{NUMERIC}",
+                    data={_field(NUMERIC, "number"): str(sol["value"]).replace(".", ",")},
+                    follow_redirects=True).get_data(as_text=True)
+    assert re.search(r'class="feedback correct"><strong>1 / 1</strong> · Верно', page)
+
+    question, sol = _solution(env, "ada@example.org", SINGLE)
+    wrong = next(o["id"] for o in question.data["options"] if not o["correct"])
+    from questions.variants import token, variant_seed
+    seed = variant_seed(f"user:{_user_id(env, 'ada@example.org')}", SINGLE)
+    page = ada.post(f"/quiz/quiz/questions/{SINGLE}",
+                    data={_field(SINGLE, "choice"): token(seed, SINGLE, wrong)},
+                    follow_redirects=True).get_data(as_text=True)
+    assert "Неверно" in page and 'class="feedback wrong"' in page
+
+    page = ada.post(f"/quiz/quiz/questions/{NUMERIC}", data={_field(NUMERIC, "number"): "sqrt(64)"},
+                    follow_redirects=True).get_data(as_text=True)
+    assert "Answer not accepted:" in page
+
+    essay = "Var(q·k) = d_k <img src=x onerror=alert(1)>"
+    ada.post(f"/quiz/quiz/questions/{FREE}", data={_field(FREE, "text"): essay})
+    response = ada.post("/quiz/quiz/submit")
+    attempt_url = response.location
+    page = ada.get(attempt_url).get_data(as_text=True)
+    assert "Awaiting review" in page and "<img src=x" not in page and "&lt;img src=x" in page
+    assert "1 / " in page  # the numeric point so far
+
+    queue = prof.get("/instructor/grading").get_data(as_text=True)
+    assert "ada@example.org" in queue and "&lt;img src=x" in queue and "<img src=x" not in queue
+    answer_id = int(re.search(r'action="/instructor/grading/(\d+)"', queue).group(1))
+    rubric = re.findall(rf'name="a{answer_id}-rubric" type="checkbox" value="([^"]+)"', queue)
+    assert len(rubric) == 4
+    saved = prof.post(f"/instructor/grading/{answer_id}",
+                      data={f"a{answer_id}-rubric": rubric[:2],
+                            f"a{answer_id}-comment": "Derivation fine; explain saturation."},
+                      follow_redirects=True).get_data(as_text=True)
+    assert "Saved 2 / 4 for ada@example.org" in saved and "Nothing waits for grading" in saved
+
+    page = ada.get(attempt_url).get_data(as_text=True)
+    assert "Instructor's grade: 2 / 4" in page and "explain saturation" in page
+    assert "Awaiting review" not in page
+    home = ada.get("/").get_data(as_text=True)
+    assert "3 / " in home  # best quiz score: 1 numeric + 2 rubric points
+
+    stats = prof.get("/instructor/assignments/quiz").get_data(as_text=True)
+    assert "Facility" in stats and "100%" in stats and "✓ " in stats
+
+
+def test_answers_need_an_open_attempt_and_a_valid_form(env, ada):
+    page = ada.post(f"/quiz/quiz/questions/{NUMERIC}", data={_field(NUMERIC, "number"): "1"},
+                    follow_redirects=True).get_data(as_text=True)
+    assert "no open attempt" in page
+    ada.post("/quiz/quiz/start")
+    page = ada.post(f"/quiz/quiz/questions/{NUMERIC}", data={}, follow_redirects=True
+                    ).get_data(as_text=True)
+    assert "Answer not saved: enter a number" in page
+    assert ada.post("/quiz/quiz/questions/not-a-question").status_code == 404
+
+
+def test_quiz_attempt_limit(env, ada):
+    from web.models import Assignment
+    with db_session(env) as session:
+        session.query(Assignment).filter_by(slug="quiz").one().max_attempts = 1
+        session.commit()
+    ada.post("/quiz/quiz/start")
+    ada.post("/quiz/quiz/submit")
+    page = ada.get("/quiz/quiz").get_data(as_text=True)
+    assert "The quiz is closed: no attempts left." in page
+    page = ada.post("/quiz/quiz/start", follow_redirects=True).get_data(as_text=True)
+    assert "Cannot start the quiz: no attempts left" in page
+
+
+# ---- analytics ---------------------------------------------------------------------------
+
+def _quiz_attempts(session, assignment, outcomes):
+    """One submitted attempt per entry: {question_id: fraction of its points}."""
+    from web.models import QuizAnswer, QuizAttempt, utcnow
+    from web.services.users import add_user
+    for i, fractions in enumerate(outcomes):
+        user = add_user(session, f"s{i}@example.org")
+        attempt = QuizAttempt(assignment=assignment, user=user, status="submitted",
+                              submitted_at=utcnow())
+        for position, (qid, fraction) in enumerate(fractions.items()):
+            attempt.answers.append(QuizAnswer(
+                question_id=qid, position=position, seed=1, answer="1", max_points=2.0,
+                points=2.0 * fraction, correct=fraction == 1.0, answered_at=utcnow()))
+        attempt.score = sum(a.points for a in attempt.answers)
+        attempt.max_score = sum(a.max_points for a in attempt.answers)
+        session.add(attempt)
+    session.flush()
+
+
+def test_facility_and_discrimination(env):
+    from web.models import Assignment
+    from web.services.analytics import question_stats
+    with db_session(env) as session:
+        quiz = session.query(Assignment).filter_by(slug="quiz").one()
+        quiz.question_ids = ["hard", "easy"]
+        # the two strongest students get "hard" right; everyone gets "easy"
+        _quiz_attempts(session, quiz, [{"hard": 1.0, "easy": 1.0}, {"hard": 1.0, "easy": 1.0},
+                                       {"hard": 0.0, "easy": 1.0}, {"hard": 0.0, "easy": 1.0}])
+        stats = {s["question_id"]: s for s in question_stats(session, quiz)}
+    assert stats["hard"]["facility"] == 0.5 and stats["easy"]["facility"] == 1.0
+    assert stats["hard"]["discrimination"] == 1.0 and stats["easy"]["discrimination"] == 0.0
+    assert stats["hard"]["responses"] == 4
+    outcome = {d["label"]: d["count"] for d in stats["hard"]["distribution"]}
+    assert outcome == {"correct": 2, "wrong": 2}
+
+
+def test_discrimination_needs_four_attempts(env):
+    from web.models import Assignment
+    from web.services.analytics import question_stats
+    with db_session(env) as session:
+        quiz = session.query(Assignment).filter_by(slug="quiz").one()
+        quiz.question_ids = ["q"]
+        _quiz_attempts(session, quiz, [{"q": 1.0}, {"q": 0.0}])
+        (stat,) = question_stats(session, quiz)
+    assert stat["facility"] == 0.5 and stat["discrimination"] is None
+
+
+def test_choice_answer_distribution_counts_options(env):
+    from questions.model import load_bank
+    from questions.variants import token
+    from web.models import QuizAnswer, utcnow
+    from web.services.analytics import answer_distribution
+    question = load_bank().get(SINGLE)
+    ids = [o["id"] for o in question.data["options"]]
+    answers = [QuizAnswer(question_id=SINGLE, seed=7, answer=token(7, SINGLE, ids[0]),
+                          answered_at=utcnow()),
+               QuizAnswer(question_id=SINGLE, seed=8, answer=token(8, SINGLE, ids[0]),
+                          answered_at=utcnow()),
+               QuizAnswer(question_id=SINGLE, seed=9, answer=ids[1], answered_at=utcnow())]
+    counts = [d["count"] for d in answer_distribution(question, answers)]
+    assert counts[:2] == [2, 1] and sum(counts) == 3
+
+
+def test_check_failure_rates_use_each_students_latest_submission(env, ada, bob):
+    from pages_support import grade_queued
+    from web.models import Assignment
+    from web.services.analytics import check_failure_rates
+    ada.post("/tasks/sdpa", data={"code": "a\n# SCORE=4\n"})
+    ada.post("/tasks/sdpa", data={"code": "a\n# SCORE=10\n"})
+    bob.post("/tasks/sdpa", data={"code": "b\n# SCORE=4\n"})
+    grade_queued(env)
+    with db_session(env) as session:
+        rates = {r["check_id"]: r for r in check_failure_rates(
+            session, session.query(Assignment).filter_by(slug="sdpa").one())}
+    assert (rates["values"]["failed_latest"], rates["values"]["students"]) == (1, 2)
+    assert (rates["values"]["failed_all"], rates["values"]["total_all"]) == (2, 3)
+    assert rates["shape"]["latest_rate"] == 0.0
+    assert rates["values"]["common_message"] == "max abs error 0.3 at [0, 1]"
+
+
+def test_job_stats_percentiles_and_workers(env, ada):
+    from web.models import GradingJob, utcnow
+    from web.services.analytics import job_stats
+    for i in range(3):
+        ada.post("/tasks/sdpa", data={"code": f"a = {i}\n"})
+    now = utcnow()
+    with db_session(env) as session:
+        jobs = session.query(GradingJob).order_by(GradingJob.id).all()
+        for i, job in enumerate(jobs[:2]):
+            job.status, job.worker = "done", f"host:cpu{i}"
+            job.queued_at = now - timedelta(seconds=100)
+            job.started_at = job.queued_at + timedelta(seconds=1 + 2 * i)  # waits 1 s and 3 s
+            job.finished_at = job.started_at + timedelta(seconds=10)
+        session.commit()
+        stats = job_stats(session, now=now)
+    assert stats["counts"] == {"queued": 1, "running": 0, "done": 2, "failed": 0}
+    assert stats["wait"]["p50"] == 2.0 and stats["wait"]["max"] == 3.0
+    assert abs(stats["wait"]["p95"] - 2.9) < 1e-9
+    assert stats["grading"]["p50"] == 10.0
+    assert {w["name"] for w in stats["workers"]} == {"host:cpu0", "host:cpu1"}
+    assert [j.status for j in stats["open"]] == ["queued"]
