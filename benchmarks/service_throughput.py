@@ -8,7 +8,8 @@ wall time of a bare `attn-grader check` of the same file, measured in the same r
     python benchmarks/service_throughput.py                      # 200 submissions, real grader
     python benchmarks/service_throughput.py --count 30 --workers 2
     python benchmarks/service_throughput.py --grader instant     # dispatch overhead only
-    python benchmarks/service_throughput.py --database-url postgresql+psycopg://postgres@127.0.0.1/bench
+    python benchmarks/service_throughput.py \
+        --database-url postgresql+psycopg://postgres@127.0.0.1/bench   # an empty database
 
 `--grader instant` swaps the grader for one that answers at once (``instant_grade`` below),
 so what is left is the service's own cost: HTTP, database, claims and result writes.
@@ -47,7 +48,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def time_check(file: Path, task: str, sandbox: str, runs: int) -> list[float]:
-    """Wall seconds of `attn-grader check FILE` (a fresh process each time, as a student runs it)."""
+    """Wall seconds of `attn-grader check FILE`, a fresh process each run, as a student's."""
     times = []
     for _ in range(runs):
         start = time.perf_counter()
@@ -57,7 +58,7 @@ def time_check(file: Path, task: str, sandbox: str, runs: int) -> list[float]:
     return times
 
 
-def prepare(url: str, env: dict) -> str:
+def prepare(url: str) -> str:
     """Migrate the database and return an API token for a fresh student."""
     from web.auth import issue_token
     from web.db import get_engine, session_factory, upgrade
@@ -77,9 +78,9 @@ def prepare(url: str, env: dict) -> str:
 def http_json(method: str, url: str, token: str, body: dict | None = None) -> dict:
     import urllib.request
 
-    req = urllib.request.Request(url, method=method, data=json.dumps(body).encode() if body else None,
-                                 headers={"Authorization": f"Bearer {token}",
-                                          "Content-Type": "application/json"})
+    data = json.dumps(body).encode() if body else None
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    req = urllib.request.Request(url, method=method, data=data, headers=headers)
     with urllib.request.urlopen(req, timeout=60) as resp:
         return json.loads(resp.read())
 
@@ -128,9 +129,10 @@ def main() -> int:
         env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), str(ROOT)])
     os.environ.update({k: v for k, v in env.items() if k.startswith("ATTN_GRADER_")})
 
-    print(f"baseline: `attn-grader check {args.file.name} --task {args.task}` x{args.baseline_runs}")
+    print(f"baseline: `attn-grader check {args.file.name} --task {args.task}` "
+          f"x{args.baseline_runs}")
     baseline = statistics.median(time_check(args.file, args.task, args.sandbox, args.baseline_runs))
-    token = prepare(url, env)
+    token = prepare(url)
     server = f"http://127.0.0.1:{args.port}"
     proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "serve", "--port", str(args.port),
                              "--workers", str(args.workers)], cwd=ROOT, env=env,
@@ -167,7 +169,8 @@ def main() -> int:
         wait_done(server, token, set(submitted_at), done_at, timeout=3600)
         elapsed = max(done_at.values()) - burst_start
 
-        views = [http_json("GET", f"{server}/api/v1/submissions/{sid}", token) for sid in submitted_at]
+        views = [http_json("GET", f"{server}/api/v1/submissions/{sid}", token)
+                 for sid in submitted_at]
     finally:
         proc.terminate()
         proc.wait(60)

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from service_support import fake_grade, service  # noqa: F401  (fixtures)
+from service_support import fake_grade
 from web import create_app
 from web.db import session_factory
 from web.dispatch.worker import GradingWorker

@@ -1,15 +1,14 @@
 """Claiming, leases, fencing and the reconciler, on SQLite with a fake grader."""
 from datetime import timedelta
 
-import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 
-from service_support import fake_grade, service  # noqa: F401
+from service_support import fake_grade
 from web.db import session_factory
 from web.dispatch import claim as claims
 from web.dispatch.reconciler import HOST_LOST, reconcile
 from web.dispatch.worker import GradingWorker
-from web.models import GradingJob, Result, Submission, User, utcnow
+from web.models import GradingJob, User, utcnow
 from web.services.courses import find_assignment
 from web.services.submissions import submit
 

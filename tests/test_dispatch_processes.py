@@ -6,8 +6,7 @@ import dramatiq
 import pytest
 from sqlalchemy import func, select
 
-from service_support import (fake_grade, grade_log_lines,  # noqa: F401
-                             service, spawn_worker, wait_until)
+from service_support import fake_grade, grade_log_lines, spawn_worker, wait_until
 from web import create_app
 from web.db import session_factory
 from web.dispatch.broker import set_job_handler

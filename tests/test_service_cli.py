@@ -64,7 +64,8 @@ def test_users_add_and_token(service):
 @pytest.mark.parametrize("service", ["sqlite"], indirect=True)
 def test_regrade_previews_then_applies_keeping_history(service):
     with session_factory(service.engine)() as session:
-        for email, code in (("ada@example.org", "# SCORE=7\n"), ("bob@example.org", "# SCORE=10\n")):
+        for email, code in (("ada@example.org", "# SCORE=7\n"),
+                            ("bob@example.org", "# SCORE=10\n")):
             user = session.scalar(select(User).where(User.email == email))
             submit(session, user, find_assignment(session, "sdpa"), code)
     worker = GradingWorker(service.engine, service.config, grade_fn=fake_grade)

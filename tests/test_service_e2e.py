@@ -8,8 +8,7 @@ import pytest
 import requests
 from sqlalchemy import func, select
 
-from service_support import (ROOT, env_for, free_port,  # noqa: F401
-                             grade_log_lines, service, wait_until)
+from service_support import ROOT, env_for, free_port, grade_log_lines, wait_until
 from web.db import session_factory
 from web.models import GradingJob, Result, Submission
 

@@ -5,7 +5,7 @@ import stat
 import pytest
 from sqlalchemy import inspect, select
 
-from service_support import make_config, service  # noqa: F401
+from service_support import make_config
 from web import create_app
 from web.auth import authenticate, hash_password, issue_token, revoke_tokens, user_for_token
 from web.config import load_config
@@ -116,8 +116,9 @@ def test_postgresql_migrations_match_the_models_and_round_trip(_seeded_pg):
     # a scratch database for the round trip, so the session's data stays
     admin = create_engine(url.rsplit("/", 1)[0] + "/test", isolation_level="AUTOCOMMIT")
     scratch = url + "_rt"
+    name = scratch.rsplit("/", 1)[1]
     with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{scratch.rsplit("/", 1)[1]}"'))
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
     try:
         upgrade(scratch)
         command.downgrade(alembic_config(scratch), "base")
@@ -127,5 +128,5 @@ def test_postgresql_migrations_match_the_models_and_round_trip(_seeded_pg):
     finally:
         get_engine(scratch).dispose()
         with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{scratch.rsplit("/", 1)[1]}" WITH (FORCE)'))
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from flask import Flask, jsonify
+from flask import Flask
 
 
 def create_app(config: dict | None = None) -> Flask:

@@ -1,7 +1,6 @@
 """Service commands of ``attn-grader``: serve, worker, db, users, regrade, reconcile."""
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import subprocess

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from ..models import Assignment, ManualGrade, QuizAnswer, QuizAttempt, Submission, User, utcnow
@@ -53,10 +53,12 @@ def start_attempt(session: Session, user: User, assignment: Assignment,
         return existing
     now = now or utcnow()
     if not user.is_instructor:
-        if assignment.deadline and now > assignment.deadline and assignment.late_policy == "reject":
-            raise QuizError(f"the deadline for {assignment.slug} passed at {iso(assignment.deadline)}")
-        used = session.query(QuizAttempt).filter_by(user_id=user.id,
-                                                    assignment_id=assignment.id).count()
+        late = assignment.deadline and now > assignment.deadline
+        if late and assignment.late_policy == "reject":
+            raise QuizError(
+                f"the deadline for {assignment.slug} passed at {iso(assignment.deadline)}")
+        used = session.scalar(select(func.count(QuizAttempt.id)).where(
+            QuizAttempt.user_id == user.id, QuizAttempt.assignment_id == assignment.id))
         if assignment.max_attempts is not None and used >= assignment.max_attempts:
             raise QuizError(f"no attempts left: {used} of {assignment.max_attempts} used")
     attempt = QuizAttempt(assignment=assignment, user=user, lang=lang, started_at=now)
