@@ -11,10 +11,11 @@ from collections import Counter, defaultdict
 from datetime import datetime, timedelta
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session, selectinload
 
-from ..models import Assignment, Course, GradingJob, QuizAttempt, Result, Submission, utcnow
+from ..models import (Assignment, CheckResult, Course, GradingJob, QuizAttempt, Result,
+                      Submission, utcnow)
 from .scores import scores_table
 
 GROUP_SHARE = 0.27  # Kelley's upper/lower groups
@@ -74,42 +75,49 @@ def best_scores(session: Session, assignment: Assignment) -> tuple[list[float], 
 # ---- coding tasks ------------------------------------------------------------------------
 
 def check_failure_rates(session: Session, assignment: Assignment) -> list[dict]:
-    """Per check: how many students' latest graded submission fails it, and over all runs."""
-    subs = session.scalars(
-        select(Submission).where(Submission.assignment_id == assignment.id,
-                                 Submission.status == "done")
-        .options(selectinload(Submission.results).selectinload(Result.checks))
-        .order_by(Submission.id)).all()
-    latest: dict[int, Submission] = {}
-    for sub in subs:
-        latest[sub.user_id] = sub
-    stats: dict[str, dict] = {}
-    for sub in subs:
-        result = sub.result
-        if result is None:
-            continue
-        is_latest = latest[sub.user_id].id == sub.id
-        for check in result.checks:
-            s = stats.setdefault(check.check_id, {
-                "check_id": check.check_id, "failed_latest": 0, "students": 0,
-                "failed_all": 0, "total_all": 0, "messages": Counter(), "order": len(stats),
-                "max_points": check.max_points})
-            s["total_all"] += 1
-            s["failed_all"] += not check.passed
-            if is_latest:
-                s["students"] += 1
-                s["failed_latest"] += not check.passed
-            if not check.passed and check.message:
-                s["messages"][check.message.split(":")[0][:120]] += 1
+    """Per check: how many students' latest graded submission fails it, and over all runs.
+
+    Counted by the database (a course has hundreds of thousands of check rows): each graded
+    submission contributes its newest result; "latest" is each student's newest graded one.
+    """
+    done = and_(Submission.assignment_id == assignment.id, Submission.status == "done")
+    # IN (subquery) rather than joins: both databases hash the subquery once.
+    newest_results = (select(func.max(Result.id))
+                      .join(Submission, Submission.id == Result.submission_id).where(done)
+                      .group_by(Result.submission_id))
+    newest_subs = select(func.max(Submission.id)).where(done).group_by(Submission.user_id)
+    is_latest = Result.submission_id.in_(newest_subs)
+    failed = CheckResult.passed.is_(False)
+
+    def counted(*columns):
+        return (select(*columns).join(Result, Result.id == CheckResult.result_id)
+                .where(CheckResult.result_id.in_(newest_results)))
+
+    rows = session.execute(counted(
+        CheckResult.check_id, func.count(), func.sum(case((failed, 1), else_=0)),
+        func.sum(case((is_latest, 1), else_=0)),
+        func.sum(case((and_(is_latest, failed), 1), else_=0)),
+        func.min(CheckResult.position), func.max(CheckResult.max_points))
+        .group_by(CheckResult.check_id)).all()
+    messages: dict[str, Counter] = defaultdict(Counter)
+    for check_id, message, n in session.execute(counted(
+            CheckResult.check_id, CheckResult.message, func.count())
+            .where(failed, CheckResult.message != "")
+            .group_by(CheckResult.check_id, CheckResult.message)):
+        messages[check_id][message.split(":")[0][:120]] += n
     out = []
-    for s in stats.values():
-        s["latest_rate"] = s["failed_latest"] / s["students"] if s["students"] else 0.0
-        s["all_rate"] = s["failed_all"] / s["total_all"] if s["total_all"] else 0.0
-        s["common_message"] = s["messages"].most_common(1)[0][0] if s["messages"] else ""
-        del s["messages"]
-        out.append(s)
+    for check_id, total_all, failed_all, students, failed_latest, order, max_points in rows:
+        common = messages[check_id].most_common(1)
+        out.append({
+            "check_id": check_id, "failed_latest": int(failed_latest or 0),
+            "students": int(students or 0), "failed_all": int(failed_all or 0),
+            "total_all": int(total_all), "order": order, "max_points": max_points,
+            "latest_rate": (failed_latest or 0) / students if students else 0.0,
+            "all_rate": (failed_all or 0) / total_all if total_all else 0.0,
+            "common_message": common[0][0] if common else ""})
     # scored checks first: an unscored (report-only) check is a hint, not a lost point
-    out.sort(key=lambda s: (s["max_points"] == 0, -s["latest_rate"], -s["all_rate"], s["order"]))
+    out.sort(key=lambda s: (s["max_points"] == 0, -s["latest_rate"], -s["all_rate"],
+                            s["order"], s["check_id"]))
     return out
 
 
