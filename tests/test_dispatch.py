@@ -213,8 +213,8 @@ def test_a_slow_worker_still_delivers_after_the_reconciler_gave_up(service):
 
 
 def test_the_worker_renews_its_lease_while_grading(service):
-    config = {**service.config, "LEASE_SECONDS": 0.6}
-    _, job_id = _submit(service, code="# SLEEP=1.5\n")
+    config = {**service.config, "LEASE_SECONDS": 1.2}  # renewed every 0.4 s
+    _, job_id = _submit(service, code="# SLEEP=2.5\n")
     worker = GradingWorker(service.engine, config, grade_fn=fake_grade, name="slow")
     import threading
 
@@ -226,8 +226,8 @@ def test_the_worker_renews_its_lease_while_grading(service):
         wait_until(lambda: _job(service, job_id)[0].status == "running", what="claim")
         import time
 
-        time.sleep(0.9)  # past the first lease: only renewals keep the job
-        assert claims.claim_next(service.engine, "thief", lease_seconds=0.6) is None
+        time.sleep(1.6)  # past the first lease: only renewals keep the job
+        assert claims.claim_next(service.engine, "thief", lease_seconds=1.2) is None
     finally:
         thread.join()
     job, _, results = _job(service, job_id)
