@@ -98,3 +98,13 @@ def test_regrade_previews_then_applies_keeping_history(service):
             [("grade", 7.0, "fake-1.0"), ("regrade", 8.0, "fake-2.0")]
     unknown = runner.invoke(main, ["regrade", "--assignment", "nope"], env=env)
     assert unknown.exit_code == 1 and "no task assignment 'nope'" in unknown.output
+
+
+def test_worker_refuses_a_gpu_queue_without_a_gpu(tmp_path):
+    env = {"ATTN_GRADER_INSTANCE_PATH": str(tmp_path), "CUDA_VISIBLE_DEVICES": ""}
+    runner = CliRunner()
+    assert runner.invoke(main, ["db", "upgrade"], env=env).exit_code == 0
+    result = runner.invoke(main, ["worker", "--queues", "gpu"], env=env)
+    assert result.exit_code == 1 and "--queues gpu: no GPU found" in result.output
+    result = runner.invoke(main, ["worker", "--queues", "tpu"], env=env)
+    assert result.exit_code == 2 and "unknown queue(s) ['tpu']" in result.output

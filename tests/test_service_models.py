@@ -73,6 +73,8 @@ def test_environment_variables_use_one_prefix_and_are_validated(tmp_path):
         load_config(environ={**env, "ATTN_GRADER_WORKERS": "many"})
     with pytest.raises(ValueError, match="SANDBOX"):
         load_config(environ={**env, "ATTN_GRADER_SANDBOX": "docker"})
+    url = load_config(environ={**env, "ATTN_GRADER_DATABASE_URL": "postgres://u@h/db"})
+    assert url["DATABASE_URL"] == "postgresql+psycopg://u@h/db"
 
 
 def test_passwords_are_argon2id_and_checked(service):

@@ -72,11 +72,20 @@ def load_config(overrides: dict | None = None, environ=None) -> dict:
     if not config["DATABASE_URL"]:
         instance.mkdir(parents=True, exist_ok=True)
         config["DATABASE_URL"] = f"sqlite:///{instance / 'attn_grader.db'}"
+    config["DATABASE_URL"] = _with_driver(config["DATABASE_URL"])
     if not config["SECRET_KEY"]:
         config["SECRET_KEY"] = _instance_secret(instance)
     if config["SANDBOX"] not in ("auto", "strict", "none"):
         raise ValueError(f"{PREFIX}SANDBOX={config['SANDBOX']!r}: expected auto, strict or none")
     return config
+
+
+def _with_driver(url: str) -> str:
+    """``postgres://`` and ``postgresql://`` (as hosting providers write them) use psycopg 3."""
+    for scheme in ("postgres://", "postgresql://"):
+        if url.startswith(scheme):
+            return "postgresql+psycopg://" + url[len(scheme):]
+    return url
 
 
 def _instance_secret(instance: Path) -> str:
