@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from ..models import Assignment, ManualGrade, QuizAnswer, QuizAttempt, Submission, User, utcnow
 from .submissions import SubmissionRejected, iso
@@ -133,7 +133,9 @@ def pending_manual(session: Session, assignment: Assignment) -> list[QuizAnswer]
         select(QuizAnswer).join(QuizAttempt)
         .where(QuizAttempt.assignment_id == assignment.id, QuizAttempt.status == "submitted",
                QuizAnswer.answered_at.is_not(None), QuizAnswer.correct.is_(None))
-        .order_by(QuizAnswer.id)))
+        .options(joinedload(QuizAnswer.attempt).joinedload(QuizAttempt.user),
+                 joinedload(QuizAnswer.attempt).joinedload(QuizAttempt.assignment))
+        .order_by(QuizAnswer.id)))  # the grading page shows each answer's student: no N+1
 
 
 def grade_answer_manually(session: Session, grader: User, answer: QuizAnswer, points: float,
