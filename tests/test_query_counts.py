@@ -1,0 +1,90 @@
+"""Instructor pages and exports issue a fixed number of queries, whatever the course size.
+
+A page that loads rows one by one (an "N+1") is fast in a demo and unusable with 1,000
+students. Each page is requested on a small seeded course, the course is grown tenfold, and
+the page must issue exactly as many SQL statements as before.
+"""
+import importlib.util
+import shutil
+
+import pytest
+from sqlalchemy import event, select
+
+from service_support import ROOT, make_config
+from web import create_app
+from web.db import dispose_engines, get_engine, session_factory
+from web.models import Submission
+
+_spec = importlib.util.spec_from_file_location("seed_large", ROOT / "scripts" / "seed_large.py")
+seed_large = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(seed_large)
+
+PAGES = ["/instructor/", "/instructor/scores.csv", "/instructor/scores.csv?layout=moodle",
+         "/instructor/assignments/sdpa", "/instructor/assignments/mha",
+         "/instructor/assignments/quiz", "/instructor/charts/sdpa/scores.svg",
+         "/instructor/charts/sdpa/failures.svg", "/instructor/grading", "/instructor/jobs",
+         "/instructor/submissions/{newest}"]
+API = ["/api/v1/scores", "/api/v1/scores.csv", "/metrics", "/healthz"]
+
+
+class QueryCounter:
+    def __init__(self, engine):
+        self.engine, self.count = engine, 0
+        event.listen(engine, "before_cursor_execute", self._seen)
+
+    def _seen(self, *_):
+        self.count += 1
+
+    def close(self):
+        event.remove(self.engine, "before_cursor_execute", self._seen)
+
+
+@pytest.fixture
+def course(tmp_path, _seeded_sqlite):
+    template, people = _seeded_sqlite
+    shutil.copy(template, tmp_path / "grader.db")
+    config = make_config(tmp_path, f"sqlite:///{tmp_path / 'grader.db'}", PAGES=True)
+    engine = get_engine(config["DATABASE_URL"])
+    try:
+        app = create_app(config)
+    except ImportError as exc:
+        pytest.skip(f"the HTML pages cannot be imported yet: {exc}")
+    counter = QueryCounter(engine)
+    yield app, engine, people, counter
+    counter.close()
+    dispose_engines()
+
+
+def _counts(app, engine, people, counter) -> dict:
+    client = app.test_client()
+    with client.session_transaction() as session:  # signed in as the instructor
+        session["_user_id"] = str(people["prof"]["id"])
+        session["_fresh"] = True
+    with session_factory(engine)() as db:
+        newest = db.scalar(select(Submission.id).order_by(Submission.id.desc()))
+    token = {"Authorization": f"Bearer {people['prof']['token']}"}
+    counts = {}
+    for path in PAGES + API:
+        url = path.format(newest=newest)
+        counter.count = 0
+        response = client.get(url, headers=token if path in API else {})
+        assert response.status_code == 200, (url, response.status_code)
+        counts[path] = counter.count
+    return counts
+
+
+def test_instructor_pages_do_not_query_per_student_or_submission(course):
+    app, engine, people, counter = course
+    seed_large.seed_large(engine, students=20, submissions=100, seed=1, log=lambda *_: None)
+    small = _counts(app, engine, people, counter)
+    seed_large.seed_large(engine, students=180, submissions=900, seed=2, log=lambda *_: None)
+    large = _counts(app, engine, people, counter)
+    grew = {path: (small[path], large[path]) for path in small if large[path] != small[path]}
+    assert not grew, f"queries per page grew with the course (small, 10x): {grew}"
+    assert max(large.values()) <= 15, large
+
+
+def test_seed_script_refuses_an_unmigrated_database(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    assert seed_large.main(["--students", "2", "--submissions", "3", "--database-url", url]) == 2
+    assert "attn-grader db upgrade" in capsys.readouterr().err
