@@ -26,6 +26,7 @@ TASK = Task(
         Check("causal.rectangular", masks.mha_causal_rectangular),
         Check("batch.independent", properties.mha_batch),
         Check("grad.reference", gradients.mha_reference),
+        Check("grad.gradcheck", gradients.mha_gradcheck),
         Check("inputs.unchanged", properties.inputs_unchanged),
         Check("forbidden.runtime", forbidden.runtime_check),
     ],
