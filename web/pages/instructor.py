@@ -183,12 +183,11 @@ def _grading_item(answer: QuizAnswer, bank) -> dict:
     from questions.variants import render
 
     question = bank.get(answer.question_id)
-    lang = answer.attempt.lang
     form = ManualGradeForm(prefix=f"a{answer.id}")
     sol = solution(question, answer.seed, "en")
     form.rubric.choices = options((r["id"], f"{r['text']} ({r['points']:g} pt)")
                                   for r in sol.get("rubric", []))
-    return {"answer": answer, "question": render(question, answer.seed, lang),
+    return {"answer": answer, "question": render(question, answer.seed, "en"),
             "solution": sol, "form": form, "student": answer.attempt.user,
             "assignment": answer.attempt.assignment}
 
