@@ -183,3 +183,14 @@ def test_weight_heatmaps_for_mask_failures():
     assert not check["passed"] and "polarity" in check["message"]
     sub, ref = check["details"]["weights_submission"], check["details"]["weights_reference"]
     assert 1 < len(sub) <= 16 and len(sub) == len(ref) and len(sub[0]) == len(ref[0]) <= 16
+
+
+@pytest.mark.gpu
+def test_grading_on_cuda():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    report = grade_source(CORRECT, "sdpa", seed=11, device="cuda").to_dict()
+    assert report["passed"], [c["message"] for c in report["checks"] if not c["passed"] and c["max_points"]]
+    wrong_device = CORRECT.replace("return torch.softmax(s, -1) @ value", "return (torch.softmax(s, -1) @ value).cpu()")
+    report = grade_source(wrong_device, "sdpa", seed=11, device="cuda").to_dict()
+    assert any(c["id"].startswith("dtype.") and not c["passed"] for c in report["checks"])

@@ -103,3 +103,26 @@ def fully_masked(ctx):
         raise Fail(f"a query whose every key is masked (row {row}) gives {got.tolist()[:3]}...; the reference "
                    f"gives zeros (a -1e9 fill attends uniformly instead). Optional: not scored")
     return "a query with every key masked gives zeros, like the reference"
+
+
+def speed(ctx):
+    """Reported only: time of one mid-sized call (measured in the child) against the reference here."""
+    import time
+
+    from reference_impl import scaled_dot_product_attention
+    r = ctx.inputs.randn
+    q, k, v = r(2, 4, 128, 64), r(2, 4, 128, 64), r(2, 4, 128, 64)
+    result = ctx.call(q, k, v, during="timing")
+    ctx.tensor_out(result, (2, 4, 128, 64))
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        scaled_dot_product_attention(q, k, v)
+        best = min(best, time.perf_counter() - start)
+    ratio = result.elapsed / best if best > 0 else float("nan")
+    details = {"seconds": round(result.elapsed, 6), "reference_seconds": round(best, 6), "ratio": round(ratio, 2),
+               "shape": "2x4x128x64 float32"}
+    if not ratio < 100:
+        raise Fail(f"one call at B=2, H=4, L=S=128, E=64 took {result.elapsed * 1e3:.1f} ms, {ratio:.0f}x the "
+                   f"reference: vectorise over the batch and the sequence (optional: not scored)", details)
+    return f"one call at B=2, H=4, L=S=128, E=64 took {result.elapsed * 1e3:.2f} ms ({ratio:.1f}x the reference)", details
