@@ -8,6 +8,8 @@ verdict itself, and only asks the child to run the student's function.
 from __future__ import annotations
 
 import ast
+import json
+import math
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -18,6 +20,8 @@ from .sandbox import Session
 from .tasks import TASKS
 
 CHECK_SECONDS = 8.0   # per-check wall budget; one slow check fails alone
+DETAILS_LIMIT = 20_000  # bytes of JSON per check's details
+CRASH_LIMIT = 3       # consecutive crashes/timeouts after which the remaining checks are not run
 
 
 @dataclass
@@ -30,8 +34,26 @@ class CheckResult:
     details: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
+        details = _json_safe(self.details)
+        if len(json.dumps(details)) > DETAILS_LIMIT:  # heatmaps go first, then the rest is cut
+            details = {k: v for k, v in details.items() if not k.startswith("weights_")}
+            if len(json.dumps(details)) > DETAILS_LIMIT:
+                details = {"truncated": json.dumps(details)[: DETAILS_LIMIT // 2]}
         return {"id": self.id, "passed": self.passed, "points": self.points, "max_points": self.max_points,
-                "message": self.message, "details": self.details}
+                "message": self.message, "details": details}
+
+
+def _json_safe(value):
+    """Plain JSON: non-finite floats become strings, tuples lists, anything else its repr."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if value != value else ("inf" if value > 0 else "-inf")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)[:200]
 
 
 @dataclass
@@ -185,7 +207,7 @@ def _finish(report, session, result):
 def _run_checks(report, session, t, seed, device, add, progress, total):
     ctx = Context(session, t, seed, device, CHECK_SECONDS)
     checks_started = time.monotonic()
-    per_check = {}
+    per_check, crashes = {}, 0
     for i, check in enumerate(t.checks):
         if progress:
             progress(check.id, 3 + i, total)
@@ -197,6 +219,10 @@ def _run_checks(report, session, t, seed, device, add, progress, total):
             add(check.id, False, "skipped: built-in attention is not allowed, so nothing else is graded",
                 {"skipped": True})
             continue
+        if crashes >= CRASH_LIMIT:
+            add(check.id, False, f"skipped: your function crashed or hung in {crashes} checks in a row, so "
+                                 f"the remaining checks were not run", {"skipped": True})
+            continue
         try:
             result = check.fn(ctx)
             message, details = (result if isinstance(result, tuple) else (result or "passed", {}))
@@ -204,6 +230,7 @@ def _run_checks(report, session, t, seed, device, add, progress, total):
         except Fail as f:
             message, details = f.message, f.details
         except StudentFailure as s:
+            crashes += s.error.kind in ("crash", "timeout", "memory")
             message = s.describe()
             details = {"error_kind": s.error.kind, "traceback": clean_traceback(s.error.traceback)[-3000:]}
         except Exception as exc:  # a grader bug must not take the other checks down
@@ -212,6 +239,7 @@ def _run_checks(report, session, t, seed, device, add, progress, total):
         per_check[check.id] = round(time.monotonic() - began, 3)
         if passed:
             ctx.passed.add(check.id)
+            crashes = 0
         add(check.id, passed, message, details)
     if any(c.id.startswith("forbidden.") and not c.passed for c in report.checks):
         for c in report.checks:

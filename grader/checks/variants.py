@@ -45,6 +45,8 @@ BUGS = {
     "merge_no_transpose": "you merge the heads with a view/reshape without transposing back: "
                           "transpose(1, 2) to (B, L, H, d_k) before reshaping to (B, L, d_model)",
     "split_merge_no_transpose": "you split and merge the heads with views that skip the transposes",
+    "batch_mixed": "every query attends to the keys of every batch element: you flattened the batch "
+                   "dimensions into the sequence; keep them as leading dimensions",
     "scale_dmodel": "you scale by 1/√d_model instead of the per-head 1/√d_k",
     "no_out_proj": "you leave out the output projection w_o",
     "weights_not_transposed": "you apply the weights as x @ W instead of x @ Wᵀ (like nn.Linear)",
@@ -84,6 +86,11 @@ def sdpa_variants(q, k, v, attn_mask=None, is_causal=False, scale=None) -> dict:
            "scale_sqrt_mult": attend(q, k, v, math.sqrt(d), keep=keep, additive=additive),
            "softmax_queries": attend(q, k, v, s, keep=keep, additive=additive, softmax_dim=-2),
            "scale_after_softmax": attend(q, k, v, 1.0, keep=keep, additive=additive, post_scale=s)}
+    if attn_mask is None and not is_causal and q.dim() > 2:
+        batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        flat = lambda t: t.expand(*batch, *t.shape[-2:]).reshape(-1, t.size(-1))
+        mixed = attend(flat(q), flat(k), flat(v), s)  # (N·L, Ev): one softmax over all batches' keys
+        out["batch_mixed"] = mixed.reshape(*batch, L, v.size(-1))
     if scale is not None:
         out["scale_ignored"] = attend(q, k, v, 1 / math.sqrt(d), keep=keep, additive=additive)
         out["scale_twice"] = attend(q, k, v, scale / math.sqrt(d), keep=keep, additive=additive)
@@ -141,7 +148,9 @@ def mha_variants(x_q, x_kv, ws, num_heads, attn_mask=None, is_causal=False) -> d
     args = (x_q, x_kv, ws, num_heads)
     out = {"no_scale": mha_variant(*args, scale_rule="none", **kw),
            "scale_dk": mha_variant(*args, scale_rule="dk_lin", **kw),
-           "scale_dmodel": mha_variant(*args, scale_rule="dmodel", **kw),
+           "batch_mixed": "every query attends to the keys of every batch element: you flattened the batch "
+                   "dimensions into the sequence; keep them as leading dimensions",
+    "scale_dmodel": mha_variant(*args, scale_rule="dmodel", **kw),
            "split_no_transpose": mha_variant(*args, split_ok=False, **kw),
            "merge_no_transpose": mha_variant(*args, merge_ok=False, **kw),
            "split_merge_no_transpose": mha_variant(*args, split_ok=False, merge_ok=False, **kw),
