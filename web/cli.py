@@ -79,8 +79,12 @@ def serve(host, port, workers, threads, demo):
         click.echo(accounts.describe())
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
+        # Behind a proxy (ATTN_GRADER_TRUSTED_PROXIES) the app's ProxyFix reads
+        # X-Forwarded-For; waitress would otherwise strip it before the app sees it.
+        behind_proxy = app.config.get("TRUSTED_PROXIES") or \
+            os.environ.get("ATTN_GRADER_TRUSTED_PROXIES", "0") not in ("", "0")
         waitress.serve(app, host=host, port=port, threads=threads, ident="attn-grader",
-                       _quiet=True)
+                       clear_untrusted_proxy_headers=not behind_proxy, _quiet=True)
     except KeyboardInterrupt:
         pass
     finally:
