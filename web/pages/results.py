@@ -42,7 +42,7 @@ def describe_check(check: dict) -> dict:
     if not isinstance(details, dict):
         details = {"details": details}
     facts = [(label, _show(details[key])) for key, label in FACTS
-             if details.get(key) is not None]
+             if details.get(key) is not None and not (key == "nonfinite" and not details[key])]
     known = {key for key, _ in FACTS} | PICTURE_KEYS
     other = [(key, _show(value)) for key, value in details.items()
              if key not in known and value is not None]
