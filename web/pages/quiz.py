@@ -25,10 +25,12 @@ def _quiz(slug: str):
 def _attempt_items(attempt: QuizAttempt, lang: str, with_forms: bool) -> list[dict]:
     """Each question as rendered for the attempt, with its stored answer and grades."""
     items = []
-    for shown, row in zip(quizzes.rendered_questions(attempt, lang), attempt.answers):
+    for number, (shown, row) in enumerate(zip(quizzes.rendered_questions(attempt, lang),
+                                              attempt.answers), start=1):
         question = shown["question"]
         manual = row.manual_grades[-1] if row.manual_grades else None
-        items.append({**shown, "row": row, "manual": manual, "answered": row.answered_at is not None,
+        items.append({**shown, "number": number, "row": row, "manual": manual,
+                      "answered": row.answered_at is not None,
                       "form": answer_form(question, row.answer) if with_forms else None})
     return items
 
