@@ -42,6 +42,13 @@ limit_request_line = 8190
 limit_request_fields = 100
 
 
+def when_ready(server):
+    # The task pages import the grader's task registry (and so torch) on first use: import
+    # it once in the master, so that every worker is born with it instead of stalling its
+    # first students for seconds.
+    import grader.tasks  # noqa: F401
+
+
 def post_fork(server, worker):
     # Engines created before the fork (preload) must not share pooled sockets with the
     # master: drop the inherited connections without closing them under the master's feet.
