@@ -277,3 +277,15 @@ def test_job_monitor_counts_and_timings(env, ada, prof):
     page = prof.get("/instructor/jobs").get_data(as_text=True)
     assert re.search(r'id="count-done">1<', page) and "test-worker" in page
     assert "Queue wait" in page and "p95" in page
+
+
+def test_regrade_every_submission_of_an_assignment(env, ada, bob, prof):
+    ada.post("/tasks/sdpa", data={"code": "a = 1\n# SCORE=4\n"})
+    bob.post("/tasks/sdpa", data={"code": "b = 1\n"})
+    grade_queued(env)
+    page = prof.post("/instructor/assignments/sdpa/regrade", follow_redirects=True).get_data(as_text=True)
+    assert "2 submission(s) of Scaled dot-product attention queued" in page
+    assert grade_queued(env) == 2
+    from web.models import Result
+    with db_session(env) as session:
+        assert session.query(Result).count() == 4  # the first results stay on record

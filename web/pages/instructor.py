@@ -81,7 +81,7 @@ def failure_chart(slug: str):
 def assignment(slug: str):
     item = _assignment(slug)
     session = db()
-    context = {"assignment": item}
+    context = {"assignment": item, "action_form": ActionForm()}
     if item.kind == "task":
         context["failures"] = analytics.check_failure_rates(session, item)
         context["submissions"] = analytics.submission_rows(session, item)
@@ -89,6 +89,17 @@ def assignment(slug: str):
         context["questions"] = analytics.question_stats(session, item, _bank())
         context["pending"] = len(quizzes.pending_manual(session, item))
     return render_template("instructor/assignment.html", **context)
+
+
+@bp.post("/assignments/<slug>/regrade")
+@instructor_required
+def regrade_assignment(slug: str):
+    item = _assignment(slug)
+    if ActionForm().validate_on_submit():
+        count = review.requeue_assignment(db(), item, state().dispatcher)
+        flash(f"{count} submission(s) of {item.title} queued for grading with the current grader.",
+              "success")
+    return redirect(url_for("instructor.assignment", slug=slug))
 
 
 @bp.route("/assignments/<slug>/settings", methods=["GET", "POST"])

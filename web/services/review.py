@@ -1,12 +1,20 @@
 """Instructor actions behind the pages: regrade one submission, assignment settings, the bank."""
 from __future__ import annotations
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..models import Assignment, Submission, utcnow
+from ..models import Assignment, GradingJob, Submission, utcnow
 
 SETTING_FIELDS = ("title", "visible", "opens_at", "deadline", "late_policy", "late_penalty",
                   "max_attempts", "rate_limit_count", "rate_limit_seconds", "feedback")
+
+
+def _requeue(job, now) -> None:
+    """Back to ``queued`` with a fresh attempt budget (``attempts`` is the fencing token)."""
+    job.status, job.attempts, job.error, job.worker, job.lease_until = "queued", 0, None, None, None
+    job.queued_at, job.notified_at, job.started_at, job.finished_at = now, now, None, None
+    job.submission.status = "queued"
 
 
 def requeue_submission(session: Session, submission: Submission, dispatcher=None,
@@ -22,14 +30,26 @@ def requeue_submission(session: Session, submission: Submission, dispatcher=None
         raise ValueError(f"submission {submission.id} has no grading job")
     if job.status in ("queued", "running"):
         raise ValueError(f"submission {submission.id} is already {job.status}")
-    now = now or utcnow()
-    job.status, job.attempts, job.error, job.worker = "queued", 0, None, None
-    job.queued_at, job.notified_at, job.started_at, job.finished_at = now, now, None, None
-    job.lease_until = None
-    submission.status = "queued"
+    _requeue(job, now or utcnow())
     session.commit()
     if dispatcher is not None:
         dispatcher.notify([(job.id, job.queue)])
+
+
+def requeue_assignment(session: Session, assignment: Assignment, dispatcher=None,
+                       now=None) -> int:
+    """Queue every finished submission of ``assignment`` for grading again; returns how many."""
+    now = now or utcnow()
+    jobs = session.scalars(
+        select(GradingJob).join(Submission)
+        .where(Submission.assignment_id == assignment.id,
+               GradingJob.status.in_(("done", "failed")))).all()
+    for job in jobs:
+        _requeue(job, now)
+    session.commit()
+    if dispatcher is not None and jobs:
+        dispatcher.notify([(job.id, job.queue) for job in jobs])
+    return len(jobs)
 
 
 def apply_settings(assignment: Assignment, data: dict) -> None:
