@@ -10,9 +10,17 @@ SETTING_FIELDS = ("title", "visible", "opens_at", "deadline", "late_policy", "la
                   "max_attempts", "rate_limit_count", "rate_limit_seconds", "feedback")
 
 
+RETRY_BUDGET = 3  # claims the regrade may use, as for a new submission
+
+
 def _requeue(job, now) -> None:
-    """Back to ``queued`` with a fresh attempt budget (``attempts`` is the fencing token)."""
-    job.status, job.attempts, job.error, job.worker, job.lease_until = "queued", 0, None, None, None
+    """Back to ``queued`` with a fresh budget of claims.
+
+    ``attempts`` keeps counting up: it is the fencing token, so a worker still holding an
+    old attempt can never match the new run's.
+    """
+    job.max_attempts = job.attempts + RETRY_BUDGET
+    job.status, job.error, job.worker, job.lease_until = "queued", None, None, None
     job.queued_at, job.notified_at, job.started_at, job.finished_at = now, now, None, None
     job.submission.status = "queued"
 
@@ -21,7 +29,7 @@ def requeue_submission(session: Session, submission: Submission, dispatcher=None
                        now=None) -> None:
     """Grade the submission again with the current grader, through the normal job queue.
 
-    The job goes back to ``queued`` with a fresh attempt budget; the worker's result is added
+    The job goes back to ``queued`` with a fresh budget of claims; the worker's result is added
     as a new ``Result`` (earlier ones stay on record) and becomes the current one. A job that
     is queued or running already is left alone.
     """
