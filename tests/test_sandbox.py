@@ -114,7 +114,7 @@ def test_session_survives_a_crash_and_replaces_the_child():
             else:
                 assert r.ok and torch.allclose(r.output, _expected(q, k, v), atol=1e-6)
         assert s.restarts == 1
-    assert cgroups.leftover_runs() == []
+    assert forkserver.drain() and cgroups.leftover_runs() == []
 
 
 @needs_strict
@@ -171,7 +171,7 @@ def test_one_zygote_serves_many_threads():
         t.join(120)
     assert failures == []
     assert len({z.proc.pid for z in forkserver._zygotes.values()}) == len(forkserver._zygotes) == 1
-    assert cgroups.leftover_runs() == []
+    assert forkserver.drain() and cgroups.leftover_runs() == []
 
 
 @needs_strict
@@ -228,7 +228,7 @@ def test_prewarmed_workers_are_single_use(monkeypatch):
                 assert "line" in bad.error.traceback and "raise RuntimeError" in bad.error.traceback
     finally:
         forkserver.shutdown()
-    assert cgroups.leftover_runs() == []
+    assert forkserver.drain() and cgroups.leftover_runs() == []
 
 
 @pytest.mark.gpu

@@ -160,7 +160,7 @@ def assert_contained(host: dict, texts: list[str]) -> None:
     while _slot_processes() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _slot_processes() == []
-    assert cgroups.leftover_runs() == []
+    assert forkserver.drain() and cgroups.leftover_runs() == []
     with pytest.raises(BlockingIOError):
         host["listener"].accept()
     assert _files_digest(host["watched"]) == host["digest"]

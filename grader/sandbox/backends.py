@@ -7,8 +7,8 @@
 """
 from __future__ import annotations
 
+import json
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -89,21 +89,14 @@ class PlainChild:
     def __init__(self, limits: Limits, device: str, apply_rlimits: bool):
         req_r, req_w = os.pipe()
         res_r, res_w = os.pipe()
-
-        # close_fds runs after preexec_fn and keeps only pass_fds: so 3 and 4 are kept.
-        def preexec():  # runs in the child between fork and exec
-            os.setsid()
-            # Copies first, so neither target number clobbers the other's source.
-            a, b = os.dup(req_r), os.dup(res_w)
-            os.dup2(a, 3)
-            os.dup2(b, 4)
-            if apply_rlimits:
-                set_rlimits(limits)
-
+        # No preexec_fn (unsafe in a threaded grader): the harness applies the rlimits itself,
+        # first thing, and learns its pipe numbers from argv.
+        argv = [sys.executable, "-I", HARNESS, str(req_r), str(res_w)]
+        if apply_rlimits:
+            argv.append(json.dumps(rlimits_for(limits)))
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", HARNESS], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, pass_fds=(3, 4), preexec_fn=preexec,
-            env=child_env(device), cwd="/tmp")
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            pass_fds=(req_r, res_w), start_new_session=True, env=child_env(device), cwd="/tmp")
         os.close(req_r)
         os.close(res_w)
         self.request_fd, self.response_fd = req_w, res_r
@@ -149,19 +142,10 @@ class PlainChild:
         return self.err.text()
 
 
-def set_rlimits(limits: Limits) -> None:
-    def cap(which, value):
-        try:
-            resource.setrlimit(which, (value, value))
-        except (ValueError, OSError):
-            pass
-    cap(resource.RLIMIT_CPU, limits.cpu_seconds)      # soft = hard: SIGKILL, not a catchable SIGXCPU
-    cap(resource.RLIMIT_DATA, limits.memory_bytes)    # friendly MemoryError before any cgroup kill
-    cap(resource.RLIMIT_FSIZE, limits.file_size)
-    cap(resource.RLIMIT_NOFILE, limits.open_files)
-    cap(resource.RLIMIT_CORE, 0)
-    if os.getuid() != 0:  # NPROC is per uid and not enforced for root
-        cap(resource.RLIMIT_NPROC, limits.processes)
+def rlimits_for(limits: Limits) -> dict:
+    """soft = hard everywhere: a CPU overrun is a SIGKILL, not a SIGXCPU the student can catch."""
+    return {"cpu": int(limits.cpu_seconds), "data": limits.memory_bytes, "fsize": limits.file_size,
+            "nofile": limits.open_files, "nproc": limits.processes, "core": 0}
 
 
 class PlainBackend:

@@ -259,7 +259,28 @@ def serve() -> None:
     os._exit(0)
 
 
+def _apply_rlimits(limits: dict) -> None:
+    """The plain-subprocess levels: limits applied by the harness itself, before any student code."""
+    import resource
+    names = {"cpu": resource.RLIMIT_CPU, "data": resource.RLIMIT_DATA, "fsize": resource.RLIMIT_FSIZE,
+             "nofile": resource.RLIMIT_NOFILE, "core": resource.RLIMIT_CORE, "nproc": resource.RLIMIT_NPROC}
+    for key, value in limits.items():
+        if key == "nproc" and os.getuid() == 0:
+            continue  # per uid and not enforced for root: it would only cap the grader's own user
+        try:
+            resource.setrlimit(names[key], (value, value))
+        except (ValueError, OSError):
+            pass  # e.g. a hard limit already lower than ours
+
+
 def main() -> None:
+    """Plain-subprocess entry: ``harness.py REQUEST_FD RESPONSE_FD [RLIMITS_JSON]``."""
+    global REQUEST_FD, RESPONSE_FD
+    if len(sys.argv) >= 3:
+        REQUEST_FD, RESPONSE_FD = int(sys.argv[1]), int(sys.argv[2])
+    if len(sys.argv) >= 4:
+        import json
+        _apply_rlimits(json.loads(sys.argv[3]))
     torch.set_num_threads(int(os.environ.get("ATTN_GRADER_CHILD_THREADS", "1")))
     if os.environ.get("ATTN_GRADER_SKIP_WARMUP") != "1":
         warm_up()
