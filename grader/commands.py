@@ -75,6 +75,7 @@ def _grade_with_progress(source, task, seed, sandbox, device, file):
 def _print_report(report, file, seed):
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     console = Console()
     table = Table(title=f"{file} — task {report.task}", show_lines=False, expand=True)
@@ -85,12 +86,13 @@ def _print_report(report, file, seed):
     for c in report.checks:
         mark = "[green]pass[/]" if c.passed else ("[dim]skip[/]" if c.details.get("skipped") else "[red]FAIL[/]")
         pts = f"{c.points}/{c.max_points}" if c.max_points else "-"
-        table.add_row(c.id, mark, pts, c.message)
+        table.add_row(c.id, mark, pts, Text(c.message))  # Text: a student's message is never markup
     console.print(table)
     for c in report.checks:
         tb = c.details.get("traceback")
         if tb and not c.passed:
-            console.print(f"[bold]{c.id}[/]: your traceback\n{tb}", markup=False, highlight=False)
+            console.print(f"[bold]{c.id}[/]: your traceback")
+            console.print(Text(tb))
             break
     if report.student_stdout.strip():
         console.print("[dim]your code printed:[/]")
@@ -99,9 +101,9 @@ def _print_report(report, file, seed):
     console.print(f"[bold {colour}]score {report.score}/{report.max_score}[/] "
                   f"({'all scored checks passed' if report.passed else 'some checks failed'})")
     if report.error:
-        console.print(f"[red]{report.error}[/]", markup=True)
+        console.print(Text(report.error, style="red"))
     for w in report.warnings:
-        console.print(f"[yellow]note:[/] {w}")
+        console.print(Text("note: " + w, style="yellow"))
     console.print(f"[dim]inputs from the public seed {seed}; the server grades with a fresh secret seed "
                   f"(grader {__import__('grader').GRADER_VERSION}, sandbox {report.sandbox or 'n/a'})[/]")
 
