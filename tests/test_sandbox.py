@@ -261,3 +261,52 @@ def test_seccomp_program_compiles():
     spec.loader.exec_module(iso)
     program = iso.seccomp_program()
     assert len(program) > 8 * len(iso.DENIED) and len(program) % 8 == 0
+
+
+def _fake_cgroupfs(tmp_path, mount_lines, own):
+    mountinfo, cgroup_file = tmp_path / "mountinfo", tmp_path / "cgroup"
+    mountinfo.write_text("".join(f"{30 + i} 25 0:{26 + i} / {line}\n" for i, line in enumerate(mount_lines)))
+    cgroup_file.write_text(own)
+    return {"mountinfo": str(mountinfo), "cgroup_file": str(cgroup_file)}
+
+
+def test_cgroup_v2_is_detected_and_delegated(tmp_path):
+    svc = tmp_path / "cg" / "grader.service"
+    svc.mkdir(parents=True)
+    (svc / "cgroup.controllers").write_text("cpu memory pids\n")
+    files = _fake_cgroupfs(tmp_path, [f"{tmp_path / 'cg'} rw,nosuid shared:4 - cgroup2 cgroup2 rw"],
+                           "0::/grader.service\n")
+    version, bases = cgroups.detect(**files)
+    assert version == "v2" and bases == {"unified": str(svc / "attn-sandbox")}
+    assert (svc / "cgroup.subtree_control").read_text() == "+memory +pids"
+    assert (svc / "attn-sandbox" / "cgroup.subtree_control").read_text() == "+memory +pids"
+
+
+def test_cgroup_v1_is_preferred_when_its_controllers_are_mounted(tmp_path):
+    for c in ("memory", "pids"):
+        (tmp_path / c / "svc").mkdir(parents=True)
+    files = _fake_cgroupfs(tmp_path, [f"{tmp_path / 'memory'} rw - cgroup cgroup rw,memory",
+                                      f"{tmp_path / 'pids'} rw - cgroup cgroup rw,pids",
+                                      f"{tmp_path / 'unified'} rw - cgroup2 cgroup2 rw"],
+                           "5:memory:/svc\n3:pids:/svc\n0::/\n")
+    version, bases = cgroups.detect(**files)
+    assert version == "v1"
+    assert bases == {c: str(tmp_path / c / "svc" / "attn-sandbox") for c in ("memory", "pids")}
+
+
+def test_no_usable_cgroup_is_named(tmp_path):
+    (tmp_path / "cg").mkdir()
+    (tmp_path / "cg" / "cgroup.controllers").write_text("cpu hugetlb\n")
+    files = _fake_cgroupfs(tmp_path, [f"{tmp_path / 'cg'} rw - cgroup2 cgroup2 rw"], "0::/\n")
+    with pytest.raises(cgroups.CgroupUnavailable, match="memory and pids"):
+        cgroups.detect(**files)
+
+
+@needs_strict
+def test_run_cgroups_of_dead_graders_are_removed():
+    _, bases = cgroups.detect()
+    stale = [os.path.join(base, "run-4194399-0") for base in bases.values()]  # above any pid_max
+    for d in stale:
+        os.mkdir(d)
+    cgroups.detect(refresh=True)
+    assert not any(os.path.exists(d) for d in stale)

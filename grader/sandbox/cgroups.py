@@ -20,18 +20,26 @@ _counter = itertools.count()
 _lock = threading.Lock()
 
 
+def _after_fork() -> None:
+    global _lock
+    _lock = threading.Lock()  # another thread may have held it at the fork
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 class CgroupUnavailable(RuntimeError):
     pass
 
 
-def _mounts() -> dict:
+def _mounts(mountinfo: str = "/proc/self/mountinfo") -> dict:
     """cgroup mounts by controller ("memory", "pids", or "unified" for v2)."""
     found = {}
-    with open("/proc/self/mountinfo") as f:
+    with open(mountinfo) as f:
         for line in f:
             left, _, right = line.partition(" - ")
             fields, rest = left.split(), right.split()
-            if not rest:
+            if not rest or len(fields) < 5:
                 continue
             fstype, mountpoint = rest[0], fields[4]
             if fstype == "cgroup2":
@@ -43,9 +51,9 @@ def _mounts() -> dict:
     return found
 
 
-def _own_paths() -> dict:
+def _own_paths(cgroup_file: str = "/proc/self/cgroup") -> dict:
     paths = {}
-    with open("/proc/self/cgroup") as f:
+    with open(cgroup_file) as f:
         for line in f:
             _, controllers, path = line.rstrip("\n").split(":", 2)
             for c in controllers.split(",") if controllers else ["unified"]:
@@ -53,16 +61,32 @@ def _own_paths() -> dict:
     return paths
 
 
-def detect() -> tuple[str, dict]:
-    """("v1" | "v2", {controller: base directory for our runs}); raises CgroupUnavailable."""
-    mounts, own = _mounts(), _own_paths()
+_detected: dict = {}
+
+
+def detect(*, refresh: bool = False, mountinfo: str = "/proc/self/mountinfo",
+           cgroup_file: str = "/proc/self/cgroup") -> tuple[str, dict]:
+    """("v1" | "v2", {controller: base directory for our runs}); raises CgroupUnavailable.
+
+    Cached per process (and per file pair, for tests); the first call also removes empty
+    run cgroups left behind by grader processes that died.
+    """
+    key = (os.getpid(), mountinfo, cgroup_file)
+    with _lock:
+        if refresh or key not in _detected:
+            _detected[key] = _detect(_mounts(mountinfo), _own_paths(cgroup_file))
+            _remove_stale(_detected[key][1])
+        return _detected[key]
+
+
+def _detect(mounts: dict, own: dict) -> tuple[str, dict]:
     if "memory" in mounts and "pids" in mounts:
         bases = {c: os.path.join(mounts[c] + own.get(c, "/"), "attn-sandbox") for c in ("memory", "pids")}
         for base in bases.values():
             _ensure_dir(base)
         return "v1", bases
     if "unified" in mounts:
-        parent = mounts["unified"] + own.get("unified", "/")
+        parent = mounts["unified"].rstrip("/") + own.get("unified", "/")
         try:
             with open(os.path.join(parent, "cgroup.controllers")) as f:
                 available = f.read().split()
@@ -71,11 +95,45 @@ def detect() -> tuple[str, dict]:
         if "memory" in available and "pids" in available:
             base = os.path.join(parent, "attn-sandbox")
             _ensure_dir(base)
-            _enable_controllers(parent)
+            try:
+                _enable_controllers(parent)
+            except CgroupUnavailable:
+                # v2 forbids controllers below a cgroup that has processes ("no internal
+                # processes"): as systemd's delegation docs advise, move ourselves to a leaf.
+                leaf = os.path.join(parent, "attn-grader")
+                _ensure_dir(leaf)
+                _write(leaf, "cgroup.procs", os.getpid())
+                _enable_controllers(parent)
             _enable_controllers(base)
             return "v2", {"unified": base}
     raise CgroupUnavailable("no usable memory and pids cgroup controllers (cgroup v1 needs both "
                             "mounted; v2 needs them delegated to the grader's cgroup)")
+
+
+def _remove_stale(bases: dict) -> None:
+    """Empty run cgroups of grader processes that no longer exist (killed before cleaning up)."""
+    for base in bases.values():
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        for name in names:
+            parts = name.split("-")
+            if len(parts) == 3 and parts[0] == "run" and parts[1].isdigit() and not _alive(int(parts[1])):
+                try:
+                    os.rmdir(os.path.join(base, name))
+                except OSError:
+                    pass  # not empty: something still runs there; leave it to an operator
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _ensure_dir(path: str) -> None:
