@@ -130,7 +130,13 @@ def _signature_problem(task, params) -> str | None:
 
 def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "auto", device: str = "cpu",
                  limits=None, progress=None) -> GradeReport:
-    """Grade ``source`` (the text of one .py file) for ``task`` ('sdpa' or 'mha')."""
+    """Grade ``source`` (the text or bytes of one .py file) for ``task`` ('sdpa' or 'mha').
+
+    ``seed=None`` draws a secret seed (the server); a given seed is public and is echoed in the
+    report as ``seed_public``. ``progress(check_id, done, total)`` is called before each check.
+    Raises ``SandboxUnavailable`` for ``sandbox="strict"`` where isolation is missing, and
+    ``ValueError`` for an unknown task or sandbox level.
+    """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; choose one of {', '.join(sorted(TASKS))}")
     t = TASKS[task]
