@@ -289,3 +289,12 @@ def test_regrade_every_submission_of_an_assignment(env, ada, bob, prof):
     from web.models import Result
     with db_session(env) as session:
         assert session.query(Result).count() == 4  # the first results stay on record
+
+
+def test_spec_markdown_nests_lists_highlights_code_and_escapes_html():
+    from web.pages.helpers import render_markdown
+    html = str(render_markdown("- mask:\n  - boolean\n  - float\n\n```python\ndef f(): pass\n```\n\n"
+                               "<script>alert(1)</script>\n"))
+    assert re.search(r"<li>mask:\s*<ul>\s*<li>boolean</li>", html)
+    assert '<pre class="highlight"><span class="k">def</span>' in html
+    assert "<script>" not in html and "&lt;script&gt;" in html
