@@ -9,6 +9,8 @@ Rows, all measured in this one run (medians, with min and max):
 - ``sandbox only (strict)``: open a strict Session, import a trivial file, one tiny call,
   close: forking, namespaces, root, cgroup, seccomp and teardown; the per-submission
   overhead the issue targets (< 100 ms).
+- ``sandbox only (strict, pre-warmed worker)``: the same through a worker forked and walled in
+  before the submission arrived (the GPU path; ``ATTN_GRADER_SANDBOX_PREWARM=1`` on CPU).
 - ``sandbox only (plain subprocess)``: the same through a fresh interpreter (``none``).
 - ``grade sdpa, strict (warm)``: the full ``grade_source`` of a correct submission through
   the warm zygote.
@@ -54,12 +56,13 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_caus
 TRIVIAL = "def scaled_dot_product_attention(q, k, v, *args, **kwargs):\n    return q\n"
 
 
-def measure(fn, n: int) -> dict:
+def measure(fn, n: int, pause: float = 0.0) -> dict:
     times = []
     for _ in range(n):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
+        time.sleep(pause)  # not timed: lets a pre-warmed pool refill, as between real submissions
     return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "n": n}
 
 
@@ -101,6 +104,10 @@ def main() -> int:
     rows['python -c "import torch"'] = measure(
         lambda: subprocess.run([sys.executable, "-c", "import torch"], check=True), args.n)
     rows["sandbox only (strict, warm zygote)"] = measure(sandbox_only("strict"), args.n)
+    os.environ["ATTN_GRADER_SANDBOX_PREWARM"] = "1"
+    sandbox_only("strict")()  # starts the pool
+    rows["sandbox only (strict, pre-warmed worker)"] = measure(sandbox_only("strict"), args.n, pause=0.3)
+    del os.environ["ATTN_GRADER_SANDBOX_PREWARM"]
     rows["sandbox only (plain fresh subprocess)"] = measure(sandbox_only("none"), args.n)
     checks = []
     rows["grade sdpa, strict (warm zygote)"] = measure(grade("strict", checks), args.n)

@@ -3,7 +3,7 @@
 # Installed only where we are root with apt-get (CI, a fresh dev VM); elsewhere the
 # tests that need them skip with a message saying what is missing.
 set -u
-PACKAGES=(bubblewrap chromium)
+PACKAGES=(bubblewrap libseccomp2 chromium)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
