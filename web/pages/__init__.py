@@ -27,7 +27,8 @@ def register(app: Flask) -> None:
 
     app.jinja_env.filters.update(
         when=helpers.format_when, score=helpers.format_score, percent=helpers.format_percent,
-        seconds=helpers.format_seconds)
+        seconds=helpers.format_seconds, markdown=helpers.render_markdown,
+        inline_markdown=helpers.render_inline)
     app.context_processor(helpers.template_globals)
 
     for code in (403, 404, 413, 429):

@@ -145,33 +145,38 @@ assert set(FEEDBACK_LEVELS) == {"full", "score", "after_deadline"}
 
 def answer_form(question: dict, previous=None) -> FlaskForm:
     """A form for one rendered question (``questions.variants.render``), prefilled."""
+    from .helpers import render_inline
+
     kind = question["kind"]
+
+    def labelled(entries):  # option texts are Markdown (`code` and the like)
+        return options((e["id"], render_inline(e["text"])) for e in entries)
 
     class AnswerForm(FlaskForm):
         submit = SubmitField("Check answer" if kind != "free_text" else "Save answer")
 
     data = {}
     if kind == "single":
-        AnswerForm.choice = RadioField("Answer", choices=options((o["id"], o["text"]) for o in question["options"]),
+        AnswerForm.choice = RadioField("Answer", choices=labelled(question["options"]),
                                        validators=[InputRequired("choose one option")])
         data["choice"] = previous
     elif kind == "multiple":
         AnswerForm.choices = MultiCheckboxField(
-            "Answer", choices=options((o["id"], o["text"]) for o in question["options"]))
+            "Answer", choices=labelled(question["options"]))
         data["choices"] = previous or []
     elif kind == "numeric":
         AnswerForm.number = StringField("Answer", validators=[InputRequired("enter a number")],
                                         render_kw={"inputmode": "decimal", "autocomplete": "off"})
         data["number"] = previous
     elif kind == "ordering":
-        items = [(i["id"], i["text"]) for i in question["items"]]
+        items = [(i["id"], render_inline(i["text"])) for i in question["items"]]
         for index in range(len(items)):
             setattr(AnswerForm, f"pos{index}", SelectField(f"{index + 1}.", choices=options(items)))
             data[f"pos{index}"] = previous[index] if previous and index < len(previous) else items[index][0]
     elif kind == "matching":
-        rights = options([("", "—")] + [(r["id"], r["text"]) for r in question["right"]])
+        rights = options([("", "—")] + [(r["id"], render_inline(r["text"])) for r in question["right"]])
         for index, left in enumerate(question["left"]):
-            setattr(AnswerForm, f"match{index}", SelectField(left["text"], choices=rights,
+            setattr(AnswerForm, f"match{index}", SelectField(render_inline(left["text"]), choices=rights,
                                                              validators=[InputRequired()]))
             data[f"match{index}"] = (previous or {}).get(left["id"], "")
     elif kind == "code":

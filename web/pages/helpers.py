@@ -88,8 +88,14 @@ _MARKDOWN = MarkdownIt("commonmark", {"html": False, "highlight": _highlight_fen
 
 
 def render_markdown(text: str) -> Markup:
-    """Task specs (Markdown from the repository) to HTML, fenced code highlighted by Pygments."""
+    """Task specs and quiz prompts (Markdown from the repository) to HTML; fenced code is
+    highlighted by Pygments."""
     return Markup(_MARKDOWN.render(text))
+
+
+def render_inline(text: str) -> Markup:
+    """One line of Markdown (a quiz option: `code`, *emphasis*) to HTML, raw HTML escaped."""
+    return Markup(_MARKDOWN.renderInline(text))
 
 
 def highlight_python(code: str, linenos: bool = True) -> Markup:
