@@ -114,8 +114,10 @@ def sdpa_argument(ctx):
     d = 32
     given = ctx.inputs.uniform(0.3, 0.6) if ctx.inputs.randint(0, 1) else ctx.inputs.uniform(0.04, 0.1)
     w, dots = _read_weights(ctx, d, 12, 16, scale=given)
-    slope, r2, _ = fit_scale(w, dots)
-    details = {"scale_argument": round(given, 6), "fitted_scale": float(f"{slope:.6g}"), "d_k": d}
+    slope, r2, variance = fit_scale(w, dots)
+    details = {"scale_argument": round(given, 6), "fitted_scale": float(f"{slope:.6g}"), "d_k": d,
+               # with scale= the logit variance is scale² · d_k, not 1: that is what the caller asked for
+               "variance_by_dk": [{"d_k": d, "variance": round(variance, 4), "expected": round(given ** 2 * d, 4)}]}
     if r2 >= 0.999 and abs(slope - given) <= 1e-3 * given:
         return f"scale={given:.4g} is honoured (fitted {slope:.6g})", details
     if abs(slope - 1 / math.sqrt(d)) <= 1e-3 / math.sqrt(d):
