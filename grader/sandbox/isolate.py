@@ -73,6 +73,9 @@ def build_root(new_root: str, plan: dict, files: dict, tmp_size: int) -> None:
     before the old root is detached (a /proc mount must not be more revealing than one
     already visible).
     """
+    # /tmp first: binds of a venv or interpreter that live under /tmp then sit on top of it.
+    os.makedirs(new_root + "/tmp")
+    mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmp_size},mode=1777")
     for source in plan["ro_binds"]:
         if os.path.exists(source):
             bind(source, new_root + source)
@@ -96,8 +99,6 @@ def build_root(new_root: str, plan: dict, files: dict, tmp_size: int) -> None:
     mount("proc", new_root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     if plan.get("sys"):
         bind("/sys", new_root + "/sys")
-    os.makedirs(new_root + "/tmp")
-    mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmp_size},mode=1777")
     sub = new_root + "/sub"
     os.makedirs(sub)
     mount("tmpfs", sub, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=16m,mode=755")

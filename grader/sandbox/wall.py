@@ -13,6 +13,7 @@ zygote needs to build per-child namespaces, mounts and uids.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
 import sys
@@ -42,29 +43,55 @@ def zygote_env() -> dict:
     return env
 
 
+def python_roots() -> list[str]:
+    """What the interpreter needs, read-only: its prefix, the venv, wherever torch and numpy live.
+
+    Never the repository (a path holding it would let a submission import the grader).
+    """
+    import importlib.util
+    import site
+    roots = [sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))]
+    for name in ("torch", "numpy", "pyseccomp"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            here = os.path.dirname(spec.origin)
+            roots.append(os.path.dirname(here) if spec.submodule_search_locations else here)
+    roots += [p for p in site.getsitepackages() if os.path.isdir(p)]
+    repo = os.path.dirname(os.path.dirname(HERE))
+    kept: list[str] = []
+    for root in sorted({os.path.abspath(r) for r in roots}, key=len):
+        if root == repo or repo.startswith(root.rstrip("/") + "/"):
+            continue  # "/" or a folder holding the repository
+        if root.startswith("/usr/") or any(root.startswith(k + "/") for k in kept):
+            continue  # inside something already bound
+        kept.append(root)
+    return kept
+
+
 def zygote_command(control_fd: int, *, wall: bool, gpu: bool, tmp_size: int) -> list[str]:
-    python = [sys.executable, "-I", "-B", ZYGOTE, str(control_fd)]
+    roots = python_roots()
+    python = [sys.executable, "-I", "-B", ZYGOTE, str(control_fd), json.dumps(roots)]
     if not wall:
         return python
     args = [bwrap_path(), "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
             "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]
     for cap in ZYGOTE_CAPS:
         args += ["--cap-add", cap]
-    args += ["--ro-bind", "/usr", "/usr"]
+    # Mount points first: a later --tmpfs /tmp would hide a repository or venv cloned under /tmp.
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_size), "--tmpfs", "/tmp",
+             "--dir", "/.attn-root", "--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
     seen = ["/usr"]
-    for prefix in (sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable)), HERE):
+    for prefix in roots + [HERE]:
         if not any(prefix == s or prefix.startswith(s + "/") for s in seen):
             args += ["--ro-bind", prefix, prefix]
             seen.append(prefix)
     if os.path.exists("/etc/ld.so.cache"):
         args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
-    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_size), "--tmpfs", "/tmp",
-             "--dir", "/.attn-root"]
     if gpu:
         for node in gpu_nodes():
             args += ["--dev-bind", node, node]

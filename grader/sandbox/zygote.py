@@ -23,6 +23,7 @@ import sys
 import traceback
 
 CONTROL_FD = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+ROOTS = json.loads(sys.argv[2]) if len(sys.argv) > 2 else [sys.base_prefix, sys.prefix]
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT_CANDIDATES = ("/.attn-root", "/mnt", "/media", "/srv", "/opt", "/tmp")
 
@@ -46,7 +47,7 @@ def filesystem_plan() -> dict:
             links[top] = os.readlink(top)
         elif os.path.isdir(top):
             binds.append(top)
-    for prefix in (sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))):
+    for prefix in ROOTS:  # the interpreter, venv and packages (computed by the grader: wall.python_roots)
         if not any(prefix == b or prefix.startswith(b + "/") for b in binds):
             binds.append(prefix)
     gpu = sorted(n for n in os.listdir("/dev") if n.startswith("nvidia")) if os.path.isdir("/dev") else []
