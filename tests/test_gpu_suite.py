@@ -137,3 +137,43 @@ def test_each_gpu_worker_process_sees_only_its_gpu(monkeypatch):
         supervisor._spawn(spec)
     assert [(a[a.index("--queues") + 1], e["CUDA_VISIBLE_DEVICES"]) for a, e in launched] == \
         [("gpu", "0"), ("gpu", "3")]
+
+
+def test_a_task_that_prefers_a_gpu_falls_back_to_the_cpu_queue(service):
+    from datetime import timedelta
+
+    from web.dispatch.reconciler import reconcile
+    from web.models import GradingJob, utcnow
+
+    with session_factory(service.engine)() as session:
+        assignment = find_assignment(session, "sdpa")
+        assignment.device = "prefer-gpu"
+        user = session.scalar(select(User).where(User.email == "ada@example.org"))
+        early, late = (submit(session, user, assignment, f"# SCORE={n}\n").job.id for n in (9, 8))
+
+    gpu = GradingWorker(service.engine, service.config, grade_fn=fake_grade, name="gpu-w")
+    assert claims.claim_next(service.engine, "cpu-w", queues=("cpu",)) is None
+    assert gpu.run_once(["gpu"]) == "done"  # a free GPU takes the first one
+
+    sent = []
+
+    class Recording:
+        def notify(self, jobs):
+            sent.extend(jobs)
+
+    soon = reconcile(service.engine, Recording(), queued_stale_seconds=600,
+                     gpu_fallback_seconds=60, now=utcnow() + timedelta(seconds=30))
+    assert soon.to_cpu == [] and sent == []
+    later = reconcile(service.engine, Recording(), queued_stale_seconds=600,
+                      gpu_fallback_seconds=60, now=utcnow() + timedelta(seconds=61))
+    assert later.to_cpu == [late] and sent == [(late, "cpu")]
+    devices = []
+
+    def grade(code, task, **kw):
+        devices.append(kw["device"])
+        return fake_grade(code, task, **kw)
+
+    cpu = GradingWorker(service.engine, service.config, grade_fn=grade, name="cpu-w")
+    assert cpu.run_once(["cpu"]) == "done" and devices == ["cpu"]
+    with session_factory(service.engine)() as session:
+        assert [session.get(GradingJob, j).queue for j in (early, late)] == ["gpu", "cpu"]

@@ -25,6 +25,7 @@ LATE_POLICIES = ("reject", "accept", "penalty")  # penalty: score * (1 - late_pe
 FEEDBACK_LEVELS = ("full", "score", "after_deadline")  # what a student sees of the checks
 JOB_STATUSES = ("queued", "running", "done", "failed")
 QUEUES = ("cpu", "gpu")
+PREFER_GPU = "prefer-gpu"  # Assignment.device: a GPU if one is free soon, else a CPU
 
 
 def utcnow() -> datetime:
@@ -125,7 +126,9 @@ class Assignment(Base):
     kind: Mapped[str] = mapped_column(String(10), default="task")
     task_id: Mapped[str | None] = mapped_column(String(64))
     question_ids: Mapped[list | None] = mapped_column(JSON)
-    device: Mapped[str] = mapped_column(String(10), default="cpu")  # routes to the cpu/gpu queue
+    # cpu; cuda or gpu (requires a GPU); prefer-gpu (the gpu queue first, the cpu queue
+    # when no GPU worker took it in time, see the reconciler)
+    device: Mapped[str] = mapped_column(String(10), default="cpu")
     position: Mapped[int] = mapped_column(Integer, default=0)
     visible: Mapped[bool] = mapped_column(Boolean, default=True)
     opens_at: Mapped[datetime | None] = mapped_column(DateTime)
@@ -142,7 +145,8 @@ class Assignment(Base):
 
     @property
     def queue(self) -> str:
-        return "gpu" if self.device.startswith("cuda") or self.device == "gpu" else "cpu"
+        return "gpu" if self.device.startswith("cuda") or self.device in ("gpu", PREFER_GPU) \
+            else "cpu"
 
 
 class Submission(Base):
