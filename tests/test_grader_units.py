@@ -194,3 +194,13 @@ def test_grading_on_cuda():
     wrong_device = CORRECT.replace("return torch.softmax(s, -1) @ value", "return (torch.softmax(s, -1) @ value).cpu()")
     report = grade_source(wrong_device, "sdpa", seed=11, device="cuda").to_dict()
     assert any(c["id"].startswith("dtype.") and not c["passed"] for c in report["checks"])
+
+
+def test_a_crashing_function_costs_a_bounded_number_of_children():
+    source = "import os\ndef scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale=None):\n" \
+             "    os._exit(3)\n"
+    report = grade_source(source, "sdpa", seed=4).to_dict()
+    crashed = [c for c in report["checks"] if "process ended unexpectedly" in c["message"]]
+    skipped = [c for c in report["checks"] if c["message"].startswith("skipped: your function crashed")]
+    assert len(crashed) == 6 and skipped and not report["passed"]
+    assert "exit status 3" in crashed[0]["message"]
