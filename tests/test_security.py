@@ -72,6 +72,17 @@ def test_every_response_carries_the_security_headers(service, path):
     assert "Strict-Transport-Security" not in r.headers  # plain HTTP on a laptop
 
 
+def test_charts_may_style_themselves_but_never_run_scripts(service):
+    app, client = _client(service)
+    with client.session_transaction() as session:
+        session["_user_id"] = str(service.people["prof"]["id"])
+    r = client.get("/instructor/charts/sdpa/scores.svg")
+    assert r.status_code == 200 and r.mimetype == "image/svg+xml"
+    csp = r.headers["Content-Security-Policy"]
+    assert "default-src 'none'" in csp and "style-src 'unsafe-inline'" in csp
+    assert "script" not in csp
+
+
 def test_script_nonce_is_fresh_per_response(service):
     _, client = _client(service)
     nonces = {re.search(r"'nonce-([^']+)'", client.get("/sign-in")
