@@ -212,3 +212,24 @@ def test_job_stats_percentiles_and_workers(env, ada):
     assert stats["grading"]["p50"] == 10.0
     assert {w["name"] for w in stats["workers"]} == {"host:cpu0", "host:cpu1"}
     assert [j.status for j in stats["open"]] == ["queued"]
+
+
+def test_answers_without_a_rubric_are_graded_with_points(env, ada, prof):
+    from web.models import QuizAnswer
+    ada.post("/quiz/quiz/start")
+    ada.post(f"/quiz/quiz/questions/{NUMERIC}", data={_field(NUMERIC, "number"): "7"})
+    ada.post("/quiz/quiz/submit")
+    with db_session(env) as session:  # an answer an instructor must look at by hand
+        answer = session.query(QuizAnswer).filter_by(question_id=NUMERIC).one()
+        answer.correct, answer_id = None, answer.id
+        session.commit()
+    queue = prof.get("/instructor/grading").get_data(as_text=True)
+    assert f'name="a{answer_id}-points"' in queue and f'name="a{answer_id}-rubric"' not in queue
+    page = prof.post(f"/instructor/grading/{answer_id}", follow_redirects=True).get_data(as_text=True)
+    assert "Not saved: give the points (0 to 1)" in page
+    page = prof.post(f"/instructor/grading/{answer_id}", data={f"a{answer_id}-points": "5"},
+                     follow_redirects=True).get_data(as_text=True)
+    assert "Not saved: points must be between 0 and 1" in page
+    page = prof.post(f"/instructor/grading/{answer_id}", data={f"a{answer_id}-points": "1"},
+                     follow_redirects=True).get_data(as_text=True)
+    assert "Saved 1 / 1 for ada@example.org" in page

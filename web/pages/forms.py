@@ -88,7 +88,9 @@ class LanguageForm(FlaskForm):
 
 
 class ManualGradeForm(FlaskForm):
+    """Rubric items for free-text answers; plain points for any other answer left to a person."""
     rubric = MultiCheckboxField("Rubric points met", choices=[])
+    points = DecimalField("Points", validators=[Optional(), NumberRange(min=0)])
     comment = TextAreaField("Comment for the student", validators=[Length(max=5000)],
                             render_kw={"rows": 3})
     submit = SubmitField("Save grade")

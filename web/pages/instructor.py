@@ -218,18 +218,24 @@ def grade_answer(answer_id: int):
     if not form.validate_on_submit():
         flash("Not saved: " + "; ".join(e for es in form.errors.values() for e in es), "error")
         return redirect(url_for("instructor.grading_queue"))
+    question = _bank().get(answer.question_id)
+    comment = (form.comment.data or "").strip()
     try:
-        verdict = score_rubric(_bank().get(answer.question_id), form.rubric.data or [],
-                               answer.attempt.lang)
-        quizzes.grade_answer_manually(session, current_user, answer, verdict.points,
-                                      (form.comment.data or "").strip())
-        answer.details = {**(answer.details or {}), **verdict.details}
+        if question.kind == "free_text":
+            verdict = score_rubric(question, form.rubric.data or [], answer.attempt.lang)
+            points, details = verdict.points, verdict.details
+        elif form.points.data is None:
+            raise quizzes.QuizError(f"give the points (0 to {answer.max_points:g})")
+        else:
+            points, details = float(form.points.data), {"status": "graded"}
+        quizzes.grade_answer_manually(session, current_user, answer, points, comment)
+        answer.details = {**(answer.details or {}), **details}
         session.commit()
     except (AnswerFormatError, quizzes.QuizError) as exc:
         session.rollback()
         flash(f"Not saved: {exc}", "error")
     else:
-        flash(f"Saved {verdict.points:g} / {answer.max_points:g} for {answer.attempt.user.email}.",
+        flash(f"Saved {points:g} / {answer.max_points:g} for {answer.attempt.user.email}.",
               "success")
     return redirect(url_for("instructor.grading_queue"))
 
