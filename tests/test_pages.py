@@ -298,3 +298,25 @@ def test_spec_markdown_nests_lists_highlights_code_and_escapes_html():
     assert re.search(r"<li>mask:\s*<ul>\s*<li>boolean</li>", html)
     assert '<pre class="highlight"><span class="k">def</span>' in html
     assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def _unparsable(code, task, **_):
+    return {"task": task, "score": 0.0, "max_score": 3.0, "passed": False,
+            "error": {"kind": "import", "message": "Python cannot parse your file"},
+            "grader_version": "t", "sandbox": "none", "warnings": [], "timings": {},
+            "checks": [{"id": "load.source", "passed": False, "points": 0, "max_points": 2,
+                        "message": "Python cannot parse your file: invalid syntax (line 1)",
+                        "details": {"line": 1, "offset": 7, "text": "def f(:"}},
+                       {"id": "load.import", "passed": False, "points": 0, "max_points": 1,
+                        "message": "skipped: the submission could not be loaded",
+                        "details": {"skipped": True}}]}
+
+
+def test_a_file_that_does_not_parse_shows_where_and_skips_the_rest(env, ada):
+    sid = _submission_id(ada.post("/tasks/sdpa", data={"code": "def f(:\n"}))
+    grade_queued(env, _unparsable)
+    page = ada.get(f"/submissions/{sid}").get_data(as_text=True)
+    assert "1 of 2 checks failed and 1 was skipped" in page
+    assert "source line</dt><dd><code>def f(:</code>" in page
+    assert 'id="check-1"' not in page  # nothing to unfold for a skipped check
+    assert "import: Python cannot parse your file" in page  # the report's error

@@ -6,6 +6,9 @@ import json
 # details key -> label, in the order a student reads them
 FACTS = (
     ("case", "failing case"),
+    ("line", "line"),
+    ("offset", "column"),
+    ("text", "source line"),
     ("shapes", "input shapes"),
     ("diagnosis", "diagnosis"),
     ("input", "input"),
@@ -25,6 +28,7 @@ FACTS = (
     ("row_sums", "row sums (first rows)"),
 )
 PICTURE_KEYS = {"weights_submission", "weights_reference", "variance_by_dk"}
+HIDDEN_KEYS = {"skipped"}
 
 
 def _show(value) -> str:
@@ -43,10 +47,10 @@ def describe_check(check: dict) -> dict:
         details = {"details": details}
     facts = [(label, _show(details[key])) for key, label in FACTS
              if details.get(key) is not None and not (key == "nonfinite" and not details[key])]
-    known = {key for key, _ in FACTS} | PICTURE_KEYS
+    known = {key for key, _ in FACTS} | PICTURE_KEYS | HIDDEN_KEYS
     other = [(key, _show(value)) for key, value in details.items()
              if key not in known and value is not None]
-    return {**check, "facts": facts, "other": other,
+    return {**check, "facts": facts, "other": other, "skipped": bool(details.get("skipped")),
             "has_weights": isinstance(details.get("weights_submission"), list),
             "has_variance": isinstance(details.get("variance_by_dk"), list)
             and bool(details["variance_by_dk"])}
@@ -56,7 +60,7 @@ def describe_checks(checks: list[dict], open_limit: int = 4) -> list[dict]:
     """Every check described, with ``open`` set on the failures worth unfolding first:
     the first failure, then failures that come with pictures."""
     described = [dict(describe_check(c), position=i) for i, c in enumerate(checks)]
-    failed = [c for c in described if not c["passed"]]
+    failed = [c for c in described if not c["passed"] and not c["skipped"]]
     chosen = failed[:1] + [c for c in failed[1:] if c["has_weights"] or c["has_variance"]]
     for c in chosen[:open_limit]:
         c["open"] = True
