@@ -84,6 +84,8 @@ def test_quiz_in_russian_with_feedback_then_the_instructors_grade(env, ada, prof
 
     stats = prof.get("/instructor/assignments/quiz").get_data(as_text=True)
     assert "Facility" in stats and "100%" in stats and "✓ " in stats
+    assert attempt_url in stats  # the attempts list links to each attempt
+    assert prof.get(attempt_url).status_code == 200
 
 
 def test_answers_need_an_open_attempt_and_a_valid_form(env, ada):

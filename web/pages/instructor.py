@@ -88,6 +88,7 @@ def assignment(slug: str):
     else:
         context["questions"] = analytics.question_stats(session, item, _bank())
         context["pending"] = len(quizzes.pending_manual(session, item))
+        context["attempts"] = analytics.attempt_rows(session, item)
     return render_template("instructor/assignment.html", **context)
 
 

@@ -138,6 +138,14 @@ def submission_rows(session: Session, assignment: Assignment, limit: int = 200) 
 
 # ---- quizzes -----------------------------------------------------------------------------
 
+def attempt_rows(session: Session, assignment: Assignment, limit: int = 200) -> list[QuizAttempt]:
+    """The newest quiz attempts, with their students loaded."""
+    return list(session.scalars(
+        select(QuizAttempt).where(QuizAttempt.assignment_id == assignment.id)
+        .options(selectinload(QuizAttempt.user))
+        .order_by(QuizAttempt.id.desc()).limit(limit)))
+
+
 def question_stats(session: Session, assignment: Assignment, bank=None) -> list[dict]:
     """Per question: responses, facility, discrimination and the answer distribution."""
     attempts = session.scalars(
