@@ -83,6 +83,19 @@ def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
 
 
 @needs_strict
+def test_auto_without_bubblewrap_keeps_the_inner_layers(monkeypatch):
+    monkeypatch.setattr(wall, "bwrap_path", lambda: None)
+    with Session(PROBE, "sdpa", level="auto", limits=LIMITS) as s:
+        assert s.level == "auto" and "bubblewrap" in s.warnings[0]
+        assert s.call(*_qkv()).ok
+        info = eval(s.stdout.strip().splitlines()[-1])
+    assert info["pid"] == 1 and info["seccomp"] == "2" and info["uid"] >= forkserver.UID_BASE
+    with pytest.raises(SandboxUnavailable, match="bubblewrap"):
+        Session(CORRECT, "sdpa", level="strict")
+    forkserver._zygotes.pop((False, False)).close()  # the wall-less zygote is this test's only
+
+
+@needs_strict
 def test_the_child_is_walled_in():
     with Session(PROBE, "sdpa", level="strict", limits=LIMITS) as s:
         assert s.call(*_qkv()).ok
