@@ -320,3 +320,15 @@ def test_a_file_that_does_not_parse_shows_where_and_skips_the_rest(env, ada):
     assert "source line</dt><dd><code>def f(:</code>" in page
     assert 'id="check-1"' not in page  # nothing to unfold for a skipped check
     assert "import: Python cannot parse your file" in page  # the report's error
+
+
+def test_account_page_issues_a_token_the_api_accepts_and_revokes_it(env, ada):
+    page = ada.post("/account", data={"label": "laptop"}).get_data(as_text=True)  # ada had one
+    token = re.search(r'<code id="new-token">(agt_[^<]+)</code>', page).group(1)
+    api = env.app.test_client()
+    assert api.get("/api/v1/tasks", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    listing = ada.get("/account").get_data(as_text=True)
+    assert token not in listing and token[:10] in listing and "laptop" in listing
+    assert "2 API token(s) revoked." in ada.post("/account/revoke-tokens", follow_redirects=True
+                                                 ).get_data(as_text=True)
+    assert api.get("/api/v1/tasks", headers={"Authorization": f"Bearer {token}"}).status_code == 401

@@ -4,13 +4,13 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from flask import Blueprint, flash, redirect, render_template, request, session, url_for
-from flask_login import current_user, login_user, logout_user
+from flask_login import current_user, login_required, login_user, logout_user
 
-from ..auth import authenticate
+from ..auth import authenticate, issue_token, revoke_tokens
 from ..extensions import limiter
 from ..services.users import add_user
-from .forms import ActionForm, SignInForm, SignUpForm
-from .helpers import db
+from .forms import ActionForm, LanguageForm, SignInForm, SignUpForm, TokenForm
+from .helpers import db, quiz_language
 
 bp = Blueprint("auth", __name__)
 
@@ -77,3 +77,26 @@ def sign_out():
         session.pop("lang", None)
         flash("You are signed out.", "info")
     return redirect(url_for("auth.sign_in"))
+
+
+@bp.route("/account", methods=["GET", "POST"])
+@login_required
+def account():
+    """The account: quiz language and API tokens for `attn-grader submit` (shown once)."""
+    form, new_token = TokenForm(), None
+    if form.validate_on_submit():
+        new_token = issue_token(db(), current_user, label=form.label.data.strip())
+        db().commit()
+    tokens = sorted(current_user.tokens, key=lambda t: t.id, reverse=True)
+    return render_template("auth/account.html", form=form, new_token=new_token, tokens=tokens,
+                           revoke_form=ActionForm(), lang_form=LanguageForm(lang=quiz_language()))
+
+
+@bp.post("/account/revoke-tokens")
+@login_required
+def revoke_all_tokens():
+    if ActionForm().validate_on_submit():
+        count = revoke_tokens(db(), current_user)
+        db().commit()
+        flash(f"{count} API token(s) revoked.", "success")
+    return redirect(url_for("auth.account"))

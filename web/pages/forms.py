@@ -81,6 +81,12 @@ class SubmissionForm(FlaskForm):
             raise ValidationError("paste your code or choose a file to upload")
 
 
+class TokenForm(FlaskForm):
+    label = StringField("What it is for", validators=[Length(max=100)],
+                        render_kw={"placeholder": "e.g. laptop"})
+    submit = SubmitField("Create an API token")
+
+
 class LanguageForm(FlaskForm):
     lang = SelectField("Quiz language", choices=options([("en", "English"), ("ru", "Русский"),
                                                          ("zh", "中文")]))
