@@ -115,19 +115,20 @@ def tasks(task):
     from rich.console import Console
     from rich.markdown import Markdown
 
-    from .tasks import TASKS
+    from .tasks import TASK_IDS, TITLES, spec_markdown
     console = Console()
     if task is None:
-        for t in TASKS.values():
-            console.print(f"[bold]{t.id}[/]  {t.title}: define {t.function}()  "
-                          f"(attn-grader tasks {t.id} for the full spec)")
+        for task_id in TASK_IDS:
+            title, function = TITLES[task_id]
+            console.print(f"[bold]{task_id}[/]  {title}: define {function}()  "
+                          f"(attn-grader tasks {task_id} for the full spec)")
         return
-    console.print(Markdown(TASKS[task].spec_markdown))
+    console.print(Markdown(spec_markdown(task)))
 
 
 @click.command("template")
 @click.argument("task", type=_task_choice())
 def template(task):
     """Print a starter file for TASK (redirect it into your .py file)."""
-    from .tasks import TASKS
-    click.echo(TASKS[task].template, nl=False)
+    from .tasks import template as read_template
+    click.echo(read_template(task), nl=False)

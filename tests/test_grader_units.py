@@ -11,7 +11,7 @@ from grader.checks.tolerance import allowance, compare
 from grader.checks.variants import identify, sdpa_variants
 from grader.grading import _max_points, _signature_problem, grade_source, split_points
 from grader.sandbox import Limits
-from grader.tasks import TASKS
+from grader.tasks import TASK_IDS, TASKS, TITLES
 from reference_impl import scaled_dot_product_attention as ref_sdpa
 
 CORRECT = '''
@@ -34,6 +34,7 @@ def test_points_sum_to_100_per_task():
                 "inputs"} <= set(task.points)
     assert {"weights", "stability"} <= set(TASKS["sdpa"].points)
     assert "heads" in TASKS["mha"].points
+    assert sorted(TASKS) == sorted(TASK_IDS) and all(TITLES[t.id] == (t.title, t.function) for t in TASKS.values())
     assert split_points(10, [2, 1, 1]) == [5, 3, 2] or sum(split_points(10, [2, 1, 1])) == 10
     assert GRADER_VERSION
 

@@ -1,10 +1,27 @@
-"""The graded tasks: what students write, how it is checked and how many points each family is worth."""
+"""The graded tasks: what students write, how it is checked and how many points each family is worth.
+
+The specs and templates are plain files next to this module and can be read without torch
+(``attn-grader tasks`` and ``template`` stay instant); ``TASKS`` imports the checks on first use.
+"""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+TASK_IDS = ("sdpa", "mha")
+TITLES = {"sdpa": ("Scaled dot-product attention", "scaled_dot_product_attention"),
+          "mha": ("Multi-head attention", "multi_head_attention")}
+
+
+def spec_markdown(task_id: str) -> str:
+    with open(os.path.join(HERE, f"{task_id}.md"), encoding="utf-8") as f:
+        return f.read()
+
+
+def template(task_id: str) -> str:
+    with open(os.path.join(HERE, f"{task_id}_template.py.tmpl"), encoding="utf-8") as f:
+        return f.read()
 
 
 @dataclass
@@ -19,18 +36,16 @@ class Task:
 
     @property
     def spec_markdown(self) -> str:
-        with open(os.path.join(HERE, f"{self.id}.md"), encoding="utf-8") as f:
-            return f.read()
+        return spec_markdown(self.id)
 
     @property
     def template(self) -> str:
-        with open(os.path.join(HERE, f"{self.id}_template.py.tmpl"), encoding="utf-8") as f:
-            return f.read()
+        return template(self.id)
 
 
-def _load() -> dict:
-    from . import mha, sdpa
-    return {t.id: t for t in (sdpa.TASK, mha.TASK)}
-
-
-TASKS = _load()
+def __getattr__(name):
+    if name == "TASKS":  # imported lazily: the checks need torch
+        from . import mha, sdpa
+        globals()["TASKS"] = {t.id: t for t in (sdpa.TASK, mha.TASK)}
+        return globals()["TASKS"]
+    raise AttributeError(name)
