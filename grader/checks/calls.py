@@ -102,6 +102,10 @@ def diagnose(ctx, out, ref64, variants, cmp, recall, half_ref, details) -> str:
             details["diagnosis"] = "low_precision"
             return ("your error is the size of float16/bfloat16 rounding: part of your computation "
                     "runs in half precision; compute in the input's dtype")
+    if out.dtype == torch.float64 and cmp.nonfinite == 0 and ref_error < 1e-4:
+        details["diagnosis"] = "float32_precision"
+        return ("your float64 result has only float32 precision: part of your computation runs in float32 "
+                "(e.g. .float() or a float32 constant tensor); compute in the input's dtype")
     if cmp.nonfinite:
         return "NaN or inf in your output: look for exp() of large numbers, 0/0, or log(0)"
     return ""
