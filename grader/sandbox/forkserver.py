@@ -9,13 +9,11 @@ tears everything down in ``kill``.
 from __future__ import annotations
 
 import atexit
-import fcntl
 import json
 import os
 import select
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -25,40 +23,10 @@ from . import wire
 from .backends import OutputCapture, SandboxUnavailable, describe_status
 from .cgroups import RunCgroup, detect
 from .limits import Limits
+from .runs import UID_BASE, UID_SLOTS, Janitor, Slot  # noqa: F401  (UID_*: tests, docs)
 from .wall import zygote_command
 
-UID_BASE = int(os.environ.get("ATTN_GRADER_SANDBOX_UID_BASE", "60000"))
-UID_SLOTS = int(os.environ.get("ATTN_GRADER_SANDBOX_UID_SLOTS", "1000"))
 START_TIMEOUT = 120.0
-
-
-class Slot:
-    """A per-run uid, unique across the grader's processes (held by an flock)."""
-
-    _dir = os.path.join(tempfile.gettempdir(), "attn-grader-slots")
-    _next = 0
-    _lock = threading.Lock()
-
-    def __init__(self):
-        os.makedirs(self._dir, mode=0o700, exist_ok=True)
-        with Slot._lock:
-            for i in range(UID_SLOTS):
-                n = (Slot._next + i) % UID_SLOTS
-                fd = os.open(os.path.join(self._dir, f"slot-{n}"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:
-                    os.close(fd)
-                    continue
-                Slot._next = n + 1
-                self.fd, self.uid = fd, UID_BASE + n
-                return
-        raise SandboxUnavailable(f"all {UID_SLOTS} sandbox slots are busy")
-
-    def release(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)  # closing drops the flock
-            self.fd = -1
 
 
 class Zygote:
@@ -350,55 +318,11 @@ class StrictChild:
         return self.err.text()
 
 
-class Janitor:
-    """Finishes teardown off the grading path: stragglers killed, cgroup removed, uid freed."""
-
-    def __init__(self):
-        self.queue: list = []
-        self.cond = threading.Condition()
-        self.thread = None
-
-    def submit(self, cgroup: RunCgroup, slot: Slot) -> None:
-        with self.cond:
-            self.queue.append((cgroup, slot))
-            if self.thread is None or not self.thread.is_alive():
-                self.thread = threading.Thread(target=self._run, name="sandbox-janitor", daemon=True)
-                self.thread.start()
-            self.cond.notify_all()
-
-    def _run(self) -> None:
-        while True:
-            with self.cond:
-                while not self.queue:
-                    if not self.cond.wait(5.0):
-                        self.thread = None
-                        return
-                cgroup, slot = self.queue[0]
-            try:
-                cgroup.kill()
-                cgroup.remove()
-            finally:
-                slot.release()  # the uid is reused only once nothing of this run is left
-                with self.cond:
-                    self.queue.pop(0)
-                    self.cond.notify_all()
-
-    def drain(self, timeout: float = 10.0) -> bool:
-        """Wait until every finished run is fully torn down (tests, shutdown)."""
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while self.queue:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self.cond.wait(left)
-        return True
-
-
 janitor = Janitor()
 
 
 def drain(timeout: float = 10.0) -> bool:
+    """Wait until every finished run is fully torn down (tests, shutdown)."""
     return janitor.drain(timeout)
 
 
