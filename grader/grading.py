@@ -220,8 +220,8 @@ def _run_checks(report, session, t, seed, device, add, progress, total):
         ctx.start(check.id)
         began = time.monotonic()
         passed, details = False, {}
-        if report.checks and check.id != "forbidden.runtime" and any(
-                c.id == "forbidden.static" and not c.passed for c in report.checks):
+        if check.id != "forbidden.runtime" and any(
+                c.id == "forbidden.static" and c.details.get("detected") for c in report.checks):
             add(check.id, False, "skipped: built-in attention is not allowed, so nothing else is graded",
                 {"skipped": True})
             continue
@@ -246,7 +246,7 @@ def _run_checks(report, session, t, seed, device, add, progress, total):
         if passed:
             ctx.passed.add(check.id)
         add(check.id, passed, message, details)
-    if any(c.id.startswith("forbidden.") and not c.passed for c in report.checks):
+    if any(c.id.startswith("forbidden.") and c.details.get("detected") for c in report.checks):
         for c in report.checks:
             if not c.id.startswith(("forbidden.", "load.")) and c.points:
                 c.points = 0

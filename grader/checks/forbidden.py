@@ -137,7 +137,7 @@ def static_check(ctx) -> str:
     if findings:
         lines = "; ".join(f"line {f['line']}: {f['what']}" for f in findings[:5])
         raise Fail("built-in or reference attention is not allowed: write the attention yourself "
-                   f"({lines})", {"findings": findings[:20]})
+                   f"({lines})", {"findings": findings[:20], "detected": True})
     return "no built-in attention, reference import or trace tampering found in the source"
 
 
@@ -147,5 +147,5 @@ def runtime_check(ctx) -> str:
         raise Fail("not checked: no call returned an output of the expected shape, so nothing was traced")
     if hits:
         raise Fail("your function ran torch's built-in attention (seen while it ran: "
-                   f"{', '.join(hits[:4])}); write the attention yourself", {"ops": hits[:20]})
+                   f"{', '.join(hits[:4])}); write the attention yourself", {"ops": hits[:20], "detected": True})
     return f"no built-in attention ran ({len(ctx.ops)} distinct operations traced over {ctx.calls} calls)"
