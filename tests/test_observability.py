@@ -7,7 +7,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import create_engine, select
 
-from service_support import _seeded_sqlite, free_port, service  # noqa: F401  (fixtures)
+from service_support import free_port
 from web import create_app
 from web.db import session_factory
 from web.dispatch import claim as claims

@@ -51,10 +51,6 @@ def log_context(**fields):
         _context.reset(token)
 
 
-def current_context() -> dict:
-    return dict(_context.get())
-
-
 class ContextFilter(logging.Filter):
     """Copies the current ``log_context`` onto each record (explicit ``extra=`` wins)."""
 
