@@ -332,3 +332,28 @@ def test_account_page_issues_a_token_the_api_accepts_and_revokes_it(env, ada):
     assert "2 API token(s) revoked." in ada.post("/account/revoke-tokens", follow_redirects=True
                                                  ).get_data(as_text=True)
     assert api.get("/api/v1/tasks", headers={"Authorization": f"Bearer {token}"}).status_code == 401
+
+
+def test_charts_draw_odd_data():
+    from web.pages import charts
+    heat = charts.weights_heatmaps([[None, 1.0], [0.5, "nan"]])  # NaN cells, no reference
+    assert heat.startswith(b"<?xml") and b"reference" not in heat
+    huge = charts.variance_plot([{"d_k": 8, "variance": 8.0}, {"d_k": 512, "variance": 512.0}])
+    assert b"<svg" in huge
+    assert b"no graded work yet" in charts.score_histogram([], None)
+    assert b"no check has failed yet" in charts.failure_bars(
+        [{"check_id": "a", "failed_all": 0, "latest_rate": 0.0}])
+
+
+def test_grading_that_failed_on_our_side_says_so(env, ada):
+    from web.models import GradingJob
+    sid = _submission_id(ada.post("/tasks/sdpa", data={"code": "a = 1\n"}))
+    with db_session(env) as session:
+        job = session.query(GradingJob).filter_by(submission_id=sid).one()
+        job.status, job.error = "failed", "grading host lost"
+        job.submission.status = "failed"
+        session.commit()
+    assert ada.get(f"/submissions/{sid}/status.json").get_json()["finished"] is True
+    page = ada.get(f"/submissions/{sid}").get_data(as_text=True)
+    assert "Grading failed on our side: grading host lost" in page
+    assert "js/status.js" not in page
