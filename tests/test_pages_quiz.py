@@ -235,3 +235,14 @@ def test_answers_without_a_rubric_are_graded_with_points(env, ada, prof):
     page = prof.post(f"/instructor/grading/{answer_id}", data={f"a{answer_id}-points": "1"},
                      follow_redirects=True).get_data(as_text=True)
     assert "Saved 1 / 1 for ada@example.org" in page
+
+
+def test_instructor_chooses_the_quiz_questions(env, prof, ada):
+    response = prof.post("/instructor/assignments/quiz/settings", data={
+        "title": "Short quiz", "visible": "y", "late_policy": "reject", "feedback": "full",
+        "question_ids": [NUMERIC, FREE]})
+    assert response.status_code == 302
+    ada.post("/quiz/quiz/start")
+    page = ada.get("/quiz/quiz").get_data(as_text=True)
+    assert page.count('class="question"') == 2 and "Short quiz" in page
+    assert f'id="q-{NUMERIC}"' in page and f'id="q-{SINGLE}"' not in page
