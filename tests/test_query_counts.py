@@ -88,3 +88,42 @@ def test_seed_script_refuses_an_unmigrated_database(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'empty.db'}"
     assert seed_large.main(["--students", "2", "--submissions", "3", "--database-url", url]) == 2
     assert "attn-grader db upgrade" in capsys.readouterr().err
+
+
+def test_a_students_pages_do_not_query_per_own_submission(course):
+    from service_support import fake_grade
+    from web.dispatch.worker import GradingWorker
+    from web.models import User
+    from web.services.courses import find_assignment
+    from web.services.submissions import submit
+
+    app, engine, people, counter = course
+    worker = GradingWorker(engine, app.config, grade_fn=fake_grade, name="qc")
+
+    def add(n):
+        with session_factory(engine)() as db:
+            ada = db.get(User, people["ada"]["id"])
+            for i in range(n):
+                submit(db, ada, find_assignment(db, "sdpa"), f"# SCORE={i % 10}\n")
+        while worker.run_once(["cpu"]):
+            pass
+
+    def counts():
+        client = app.test_client()
+        with client.session_transaction() as session:
+            session["_user_id"] = str(people["ada"]["id"])
+        with session_factory(engine)() as db:
+            newest = db.scalar(select(Submission.id).order_by(Submission.id.desc()))
+        seen = {}
+        for path in ("/", "/tasks/sdpa", f"/submissions/{newest}",
+                     f"/submissions/{newest}/status.json", "/quiz/quiz"):
+            counter.count = 0
+            assert client.get(path).status_code == 200, path
+            seen[path.replace(str(newest), "{id}")] = counter.count
+        return seen
+
+    add(2)
+    few = counts()
+    add(20)
+    many = counts()
+    assert few == many, f"queries grew with the student's own submissions: {few} -> {many}"
