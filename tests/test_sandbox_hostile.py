@@ -225,3 +225,15 @@ def test_messages_say_what_happened(host):
     assert "CPU time limit" in loop or "time limit" in loop
     assert "segmentation fault" in run_case("segfault", host)["error"].message
     assert "no function named 'scaled_dot_product_attention'" in run_case("missing_function", host)["error"].message
+
+
+def test_a_child_that_stops_reading_cannot_hang_the_grader(host):
+    q, k, v = _inputs()
+    big = torch.randn(4, 8, 256, 256)  # 8 MiB: far more than a pipe holds
+    start = time.monotonic()
+    with Session(_source("stall_reader", host), FUNCTION, level="strict", limits=LIMITS) as s:
+        assert s.call(q, k, v).ok
+        time.sleep(0.1)  # the itimer fires: the harness is parked before reading again
+        r = s.call(big, big, big)
+    assert not r.ok and r.error.kind == "timeout", r.error
+    assert time.monotonic() - start < LIMITS.call_seconds + SLACK

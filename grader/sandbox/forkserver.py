@@ -239,8 +239,9 @@ class StrictChild:
                 data = f.read(16 << 20)
             files["/sub/" + name] = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else \
                 torch.empty(0, dtype=torch.uint8)
-        wire.write_message(self.request_fd, {"op": "files", "files": files})
-        answer = wire.read_message(self.response_fd, deadline=time.monotonic() + timeout)
+        deadline = time.monotonic() + timeout
+        wire.write_message(self.request_fd, {"op": "files", "files": files}, deadline=deadline)
+        answer = wire.read_message(self.response_fd, deadline=deadline)
         if not answer.get("ok"):
             raise SandboxUnavailable(f"the pre-warmed worker refused the submission: {answer}")
 

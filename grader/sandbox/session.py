@@ -127,7 +127,7 @@ class Session:
     def _exchange(self, request: dict, deadline: float) -> dict | StudentError:
         """Send one request and read one answer; a dead or silent child becomes a StudentError."""
         try:
-            wire.write_message(self.child.request_fd, request)
+            wire.write_message(self.child.request_fd, request, deadline=deadline)
             return wire.read_message(self.child.response_fd, deadline=deadline)
         except wire.WireTimeout:
             self.child.kill()

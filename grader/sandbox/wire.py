@@ -136,8 +136,26 @@ def read_message(fd: int, *, deadline: float | None = None, max_bytes: int = MAX
     return unpack(body, tensors)
 
 
-def write_message(fd: int, message: dict) -> None:
+def write_message(fd: int, message: dict, *, deadline: float | None = None) -> None:
+    """Write one frame. With a deadline the fd is written without blocking: a child that stops
+    reading (a full pipe) makes this raise WireTimeout instead of hanging the grader."""
     data = memoryview(encode(message))
-    while data:
-        n = os.write(fd, data)
-        data = data[n:]
+    if deadline is None:
+        while data:
+            n = os.write(fd, data)
+            data = data[n:]
+        return
+    was_blocking = os.get_blocking(fd)
+    os.set_blocking(fd, False)
+    try:
+        while data:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [fd], [], left)[1]:
+                raise WireTimeout("timed out writing to the other side")
+            try:
+                n = os.write(fd, data)
+            except BlockingIOError:
+                continue
+            data = data[n:]
+    finally:
+        os.set_blocking(fd, was_blocking)
