@@ -78,7 +78,7 @@ class Stack:
     def submit_many(self, n: int, tag: str, sleep: float = 0.5) -> list[int]:
         ids = []
         for i in range(n):
-            r = self.post(f"# ID={tag}{i} SLEEP={sleep} SCORE=9\n", who="ada" if i % 2 else "bob")
+            r = self.post(f"# ID={tag}{i}\n# SLEEP={sleep}\n# SCORE=9\n", who="ada" if i % 2 else "bob")
             assert r.status_code == 202, r.get_json()
             ids.append(r.get_json()["id"])
         return ids
@@ -191,7 +191,7 @@ def test_sigkill_of_the_web_process_between_commit_and_notify(pg_stack, redis_se
         with pytest.raises(requests.ConnectionError):  # the client never hears back
             requests.post(f"http://127.0.0.1:{port}/api/v1/submissions", timeout=30,
                           headers={"Authorization": f"Bearer {token}"},
-                          json={"task": "sdpa", "code": "# ID=w0 SCORE=8\n"})
+                          json={"task": "sdpa", "code": "# ID=w0\n# SCORE=8\n"})
         assert web.wait(10) == -signal.SIGKILL
     finally:
         stop_processes(web)
@@ -224,7 +224,7 @@ def test_redis_restart_with_jobs_in_flight_loses_no_submission(pg_stack, redis_s
     with ReconcilerThread(pg_stack.engine, make_dispatcher(pg_stack.config)):
         wait_until(lambda: pg_stack.started_by(first), timeout=60, what="grading to start")
         redis_server.kill()  # every queued message is gone (no persistence)
-        during = [pg_stack.post(f"# ID=rd{i} SCORE=7\n") for i in range(2)]
+        during = [pg_stack.post(f"# ID=rd{i}\n# SCORE=7\n") for i in range(2)]
         assert [r.status_code for r in during] == [202, 202]  # accepted, notify failed
         ids += [r.get_json()["id"] for r in during]
         time.sleep(1.0)
@@ -285,7 +285,7 @@ def test_a_full_submission_store_answers_507_and_keeps_nothing_half_written(sqli
     r = stack.post(big)
     assert r.status_code == 507 and r.headers["Retry-After"]
     assert "submission store is full" in r.get_json()["error"]
-    small = stack.post("# ID=small SCORE=6\n")
+    small = stack.post("# ID=small\n# SCORE=6\n")
     assert small.status_code == 202  # what fits is still accepted
     with session_factory(engine)() as session:
         assert session.scalar(select(func.count(Submission.id))) == 1
@@ -397,3 +397,42 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return "gone"
+
+
+# ---- a grading run that never returns ----------------------------------------------------------
+
+def test_a_grading_run_that_never_returns_is_given_up_and_its_worker_restarted(sqlite_stack,
+                                                                               monkeypatch):
+    """The sandbox bounds student code; this is the backstop if grading itself wedges."""
+    from web.dispatch.supervisor import Supervisor, worker_specs
+    from web.dispatch.worker import EXIT_STUCK
+
+    stack = sqlite_stack
+    stuck = stack.post("# ID=wedged\n# SLEEP=1000\n").get_json()["id"]
+    normal = stack.post("# ID=fine\n# SCORE=9\n").get_json()["id"]
+    monkeypatch.setenv("PYTHONPATH", env_for(stack.config)["PYTHONPATH"])
+    monkeypatch.setenv("ATTN_TEST_GRADE_LOG", str(stack.log))
+    config = {**stack.config, "MAX_GRADE_SECONDS": 1.5, "QUEUED_STALE_SECONDS": 1.0}
+    supervisor = Supervisor(config, worker_specs(1, prefix="wedge"))
+    exits = []
+    original = supervisor._spawn
+
+    def spawn_and_watch(spec):  # record how each worker process ended
+        for proc in supervisor.procs.values():
+            if proc.poll() is not None:
+                exits.append(proc.returncode)
+        return original(spec)
+
+    supervisor._spawn = spawn_and_watch
+    supervisor.start()
+    try:
+        wait_until(lambda: stack.all_settled([stuck, normal]), timeout=120, interval=0.2,
+                   what="the wedged job to be given up and the other graded")
+    finally:
+        supervisor.stop()
+    states = stack.assert_each_graded_or_failed_once([stuck, normal])
+    assert states[normal]["status"] == "done"
+    assert states[stuck]["status"] == "failed" and states[stuck]["results"] == 0
+    assert "grading host lost" in states[stuck]["error"]
+    assert states[stuck]["attempts"] == stack.config["MAX_ATTEMPTS"]
+    assert exits.count(EXIT_STUCK) >= stack.config["MAX_ATTEMPTS"] - 1  # restarted each time

@@ -30,6 +30,8 @@ SETTINGS: dict[str, tuple[type, object, str]] = {
     "LEASE_SECONDS": (float, 60.0, "a running job not renewed for this long is presumed lost"),
     "MAX_ATTEMPTS": (int, 3, "claims per job before it is failed as 'grading host lost'"),
     "QUEUED_STALE_SECONDS": (float, 120.0, "a queued job waiting longer is re-notified"),
+    "MAX_GRADE_SECONDS": (float, 900.0, "a grading run longer than this is presumed stuck: "
+                          "the job goes to another worker, the process restarts"),
     "RECONCILE_SECONDS": (float, 10.0, "how often the reconciler runs inside serve/worker"),
     "POLL_SECONDS": (float, 0.3, "idle sleep of a database-polling worker"),
     "WORKERS": (int, 2, "grading worker processes started by `serve`"),

@@ -48,7 +48,8 @@ class Supervisor:
         env = {**os.environ, **spec.env}
         # The child reads the same settings from its environment.
         for key in ("DATABASE_URL", "SECRET_KEY", "BROKER_URL", "INSTANCE_PATH", "SANDBOX",
-                    "GRADE_FUNCTION", "LEASE_SECONDS", "POLL_SECONDS", "BROKER_NAMESPACE"):
+                    "GRADE_FUNCTION", "LEASE_SECONDS", "POLL_SECONDS", "BROKER_NAMESPACE",
+                    "MAX_GRADE_SECONDS"):
             if self.config.get(key) is not None:
                 env["ATTN_GRADER_" + key] = str(self.config[key])
         return subprocess.Popen(

@@ -29,16 +29,25 @@ from . import claim as claims
 log = logging.getLogger(__name__)
 
 
+EXIT_STUCK = 75  # the process exited because a grading run outlived MAX_GRADE_SECONDS
+
+
 def default_worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
 class GradingWorker:
-    def __init__(self, engine: Engine, config: dict, grade_fn=None, name: str | None = None):
+    def __init__(self, engine: Engine, config: dict, grade_fn=None, name: str | None = None,
+                 on_stuck=None):
         self.engine, self.config = engine, config
         self.grade_fn = grade_fn or load_grade_function(config["GRADE_FUNCTION"])
         self.name = name or default_worker_name()
         self.lease_seconds = float(config["LEASE_SECONDS"])
+        # A grading run longer than this is presumed stuck (the sandbox ends a student's
+        # program long before): the job's lease is let go at once so another worker takes
+        # it, and ``on_stuck(claim)`` runs (the worker process exits, to be restarted).
+        self.max_grade_seconds = float(config.get("MAX_GRADE_SECONDS") or 900.0)
+        self.on_stuck = on_stuck
 
     # -- one job -------------------------------------------------------------------------
     def process(self, claim: claims.Claim) -> str:
@@ -75,7 +84,11 @@ class GradingWorker:
         return "stale"
 
     def _renew(self, claim: claims.Claim, stop: threading.Event) -> None:
-        while not stop.wait(self.lease_seconds / 3):
+        deadline = time.monotonic() + self.max_grade_seconds
+        while not stop.wait(max(0.01, min(self.lease_seconds / 3, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                self._give_up(claim)
+                return
             try:
                 if not claims.renew_lease(self.engine, claim, self.lease_seconds):
                     log.warning("job %s: lost the lease (attempt %s superseded)",
@@ -83,6 +96,16 @@ class GradingWorker:
                     return
             except Exception:  # a database hiccup; the next renewal may succeed
                 log.exception("job %s: lease renewal failed", claim.job_id)
+
+    def _give_up(self, claim: claims.Claim) -> None:
+        log.error("job %s attempt %s: grading still running after %.0f s; releasing the job "
+                  "to another worker", claim.job_id, claim.attempt, self.max_grade_seconds)
+        try:
+            claims.renew_lease(self.engine, claim, 0.0)  # expired now: claimable by others
+        except Exception:  # it expires by itself within LEASE_SECONDS anyway
+            log.exception("job %s: could not release the lease", claim.job_id)
+        if self.on_stuck is not None:
+            self.on_stuck(claim)
 
     # -- polling mode ----------------------------------------------------------------------
     def run_once(self, queues=("cpu",)) -> str | None:
@@ -144,7 +167,10 @@ def main(argv=None) -> int:
     config = load_config()
     engine = get_engine(config["DATABASE_URL"])
     check_migrated(engine)
-    worker = GradingWorker(engine, config, name=args.name)
+    # A stuck grading run cannot be interrupted from Python: exit, and the supervisor
+    # (serve / attn-grader worker / systemd) starts a fresh process.
+    worker = GradingWorker(engine, config, name=args.name,
+                           on_stuck=lambda claim: os._exit(EXIT_STUCK))
     queues = [q.strip() for q in args.queues.split(",") if q.strip()]
 
     stop = threading.Event()
