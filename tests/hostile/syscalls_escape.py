@@ -2,6 +2,7 @@
 # expect: exception
 import ctypes
 import os
+import platform
 
 libc = ctypes.CDLL(None, use_errno=True)
 CALLS = {  # x86_64 numbers
@@ -13,6 +14,8 @@ CALLS = {  # x86_64 numbers
 
 
 def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    if platform.machine() != "x86_64":
+        raise PermissionError("these syscall numbers are x86_64's")
     report = []
     for name, (nr, *args) in CALLS.items():
         res = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])
