@@ -141,6 +141,18 @@ class Context:
         return out
 
 
+def broadcast_shapes(*shapes) -> tuple:
+    """torch.broadcast_shapes without its first-call import of sympy (0.4 s in a fresh process)."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(ndim):
+        sizes = {s[i - ndim + len(s)] for s in shapes if i - ndim + len(s) >= 0} - {1}
+        if len(sizes) > 1:
+            raise ValueError(f"shapes {[tuple(s) for s in shapes]} do not broadcast")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
 def shape_str(*tensors) -> str:
     return ", ".join("x".join(map(str, t.shape)) if t is not None else "None" for t in tensors)
 

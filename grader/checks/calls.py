@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from reference_impl import attention_weights, multi_head_attention, scaled_dot_product_attention
-from .base import Fail, heatmap, shape_str
+from .base import Fail, broadcast_shapes, heatmap, shape_str
 from .tolerance import allowance, compare, relative_error
 from .variants import explain, identify, mha_variants, sdpa_variants
 
@@ -45,7 +45,7 @@ def sdpa_kwargs(attn_mask, is_causal, scale) -> dict:
 
 
 def sdpa_out_shape(q, k, v) -> tuple:
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    batch = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     return tuple(batch) + (q.size(-2), v.size(-1))
 
 
@@ -114,7 +114,7 @@ def diagnose(ctx, out, ref64, variants, cmp, recall, half_ref, details) -> str:
 def weights_maps(ctx, q, k, attn_mask, is_causal, scale) -> dict:
     """Read the submission's weights out with identity values (one extra call) for the heatmap."""
     S = k.size(-2)
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    batch = broadcast_shapes(q.shape[:-2], k.shape[:-2])
     eye = torch.eye(S, dtype=q.dtype).expand(*batch, S, S).contiguous()
     ref = attention_weights(_up(q), _up(k), _up(attn_mask), is_causal, scale)
     maps = {"weights_reference": heatmap(ref)}

@@ -83,11 +83,20 @@ def compare(out: torch.Tensor, ref64: torch.Tensor, bound: float) -> Comparison:
         flat = int(bad.flatten().nonzero()[0])
     else:
         flat = int(err.flatten().argmax()) if err.numel() else 0
-    where = [int(i) for i in torch.unravel_index(torch.tensor(flat), err.shape)] if err.numel() else []
+    where = _unravel(flat, tuple(err.shape)) if err.numel() else []
     max_error = float("inf") if nonfinite else (float(err.max()) if err.numel() else 0.0)
     got = float(out64.flatten()[flat]) if err.numel() else None
     expected = float(ref64.flatten()[flat]) if err.numel() else None
     return Comparison(nonfinite == 0 and max_error <= bound, max_error, bound, where, got, expected, nonfinite)
+
+
+def _unravel(flat: int, shape: tuple) -> list[int]:
+    """torch.unravel_index for one index, without its first-call import of sympy."""
+    index = []
+    for size in reversed(shape):
+        index.append(flat % size)
+        flat //= size
+    return index[::-1]
 
 
 def relative_error(a: torch.Tensor, b: torch.Tensor) -> float:

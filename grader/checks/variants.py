@@ -10,6 +10,7 @@ import math
 
 import torch
 
+from .base import broadcast_shapes
 from .tolerance import relative_error
 
 BUGS = {
@@ -87,7 +88,7 @@ def sdpa_variants(q, k, v, attn_mask=None, is_causal=False, scale=None) -> dict:
            "softmax_queries": attend(q, k, v, s, keep=keep, additive=additive, softmax_dim=-2),
            "scale_after_softmax": attend(q, k, v, 1.0, keep=keep, additive=additive, post_scale=s)}
     if attn_mask is None and not is_causal and q.dim() > 2:
-        batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        batch = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
         flat = lambda t: t.expand(*batch, *t.shape[-2:]).reshape(-1, t.size(-1))
         mixed = attend(flat(q), flat(k), flat(v), s)  # (N·L, Ev): one softmax over all batches' keys
         out["batch_mixed"] = mixed.reshape(*batch, L, v.size(-1))
