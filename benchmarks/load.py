@@ -2,7 +2,7 @@
 
 Each virtual student signs in, opens a task, submits code, polls the result until it is
 graded, reads it, answers part of the quiz and submits it, then thinks for a moment and
-submits again. One instructor keeps reloading the score table, the common-mistakes page and
+submits again; every fourth one submits and polls through the JSON API with a token instead. One instructor keeps reloading the score table, the common-mistakes page and
 the job monitor. Two set-ups, started and torn down by this script:
 
     python benchmarks/load.py --setup serve          # `attn-grader serve`: SQLite, 2 workers
@@ -158,6 +158,26 @@ class Forms(HTMLParser):
             self.current = None
 
 
+def api_student(client, token, stop, args, rng):
+    """A student who submits from the command line (`attn-grader submit`): the JSON API."""
+    client.http.headers["Authorization"] = f"Bearer {token}"
+    client.call("api", "api tasks", "GET", "/api/v1/tasks")
+    while not stop.is_set():
+        code = CORRECT.read_text() if rng.random() < 0.6 else BUGGY_NO_SCALE
+        r = client.call("api", "api submit", "POST", "/api/v1/submissions",
+                        json={"task": "sdpa", "code": code})
+        if r is not None and r.status_code == 202:
+            url = "/api/v1/submissions/%d" % r.json()["id"]
+            deadline = time.monotonic() + args.poll_timeout
+            while not stop.is_set() and time.monotonic() < deadline:
+                status = client.call("api", "api poll", "GET", url)
+                if status is None or status.status_code != 200 or \
+                        status.json()["status"] in ("done", "failed"):
+                    break
+                stop.wait(1.0)
+        stop.wait(rng.uniform(*args.think))
+
+
 def student(client, email, password, stop, args, rng):
     if not client.sign_in(email, password):
         return
@@ -238,9 +258,14 @@ def run(url, database_url, emails, password, args, label) -> dict:
     chosen = rng.sample(emails, min(args.students, len(emails)))
     warm_up(url, emails[-1], password)
     began_db = utcnow()
-    threads = [threading.Thread(target=student, daemon=True, args=(
-        Client(url, rec, f"10.{i // 250}.{i % 250}.{1 + i % 7}"), email, password, stop, args,
-        random.Random(args.seed + i))) for i, email in enumerate(chosen)]
+    tokens = _api_tokens(database_url, chosen[::4])  # every fourth student uses the API
+    threads = []
+    for i, email in enumerate(chosen):
+        client = Client(url, rec, f"10.{i // 250}.{i % 250}.{1 + i % 7}")
+        work, extra = (api_student, (tokens[email],)) if email in tokens else \
+            (student, (email, password))
+        threads.append(threading.Thread(target=work, daemon=True, args=(
+            client, *extra, stop, args, random.Random(args.seed + i))))
     threads.append(threading.Thread(target=instructor, daemon=True,
                                     args=(Client(url, rec, "10.255.0.1"), password, stop)))
     started = time.monotonic()
@@ -291,6 +316,20 @@ def run(url, database_url, emails, password, args, label) -> dict:
                                        "p95": _round(1000 * _pct(v, 95))}
                                 for name, v in sorted(per_name.items())}
     return summary
+
+
+def _api_tokens(database_url, emails) -> dict:
+    from sqlalchemy import select
+
+    from web.auth import issue_token
+    from web.db import get_engine, session_factory
+    from web.models import User
+
+    with session_factory(get_engine(database_url))() as db:
+        users = db.scalars(select(User).where(User.email.in_(emails))).all()
+        tokens = {u.email: issue_token(db, u, "load test") for u in users}
+        db.commit()
+    return tokens
 
 
 def _round(x):
