@@ -150,4 +150,6 @@ def run_mha(ctx, x_q, x_kv, ws, num_heads, attn_mask=None, is_causal=False, *, w
                      lambda: multi_head_attention(x_q.half(), x_kv.half(), *(w.half() for w in ws),
                                                   num_heads, _half(attn_mask), is_causal),
                      details)
-    raise Fail(f"{what}: {cmp.describe()}." + (f" Likely cause: {cause}." if cause else ""), details)
+    fail = Fail(f"{what}: {cmp.describe()}." + (f" Likely cause: {cause}." if cause else ""), details)
+    fail.output = out
+    raise fail

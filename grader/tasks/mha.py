@@ -15,6 +15,7 @@ TASK = Task(
         Check("output.self_attention", heads.self_attention),
         Check("output.cross_attention", heads.cross_attention),
         Check("output.float64", heads.float64),
+        Check("output.fresh", heads.fresh),
         Check("dtype.float32", heads.dtype_case(torch.float32)),
         Check("dtype.float64", heads.dtype_case(torch.float64)),
         Check("heads.single_head", heads.single_head),
