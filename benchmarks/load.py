@@ -2,7 +2,8 @@
 
 Each virtual student signs in, opens a task, submits code, polls the result until it is
 graded, reads it, answers part of the quiz and submits it, then thinks for a moment and
-submits again; every fourth one submits and polls through the JSON API with a token instead. One instructor keeps reloading the score table, the common-mistakes page and
+submits again; every fourth one submits and polls through the JSON API with a token
+instead. One instructor keeps reloading the score table, the common-mistakes page and
 the job monitor. Two set-ups, started and torn down by this script:
 
     python benchmarks/load.py --setup serve          # `attn-grader serve`: SQLite, 2 workers
@@ -341,7 +342,8 @@ def report(summary: dict) -> None:
     print(f"\n== {s['setup']}: {s['students']} students for {s['duration_s']} s ==")
     print(f"requests {s['requests']} ({s['requests_per_s']}/s), errors {s['errors']} "
           f"{s['error_kinds'] or ''}")
-    for prefix, what in (("", "all"), ("steady_", f"after the sign-in rush ({s['steady_after_s']} s)")):
+    rush = f"after the sign-in rush ({s['steady_after_s']} s)"
+    for prefix, what in (("", "all"), ("steady_", rush)):
         for kind in ("page", "api"):
             if f"{prefix}{kind}_p50_ms" in s:
                 print(f"{kind:5} latency, {what}: p50 {s[f'{prefix}{kind}_p50_ms']} ms  "

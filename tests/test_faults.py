@@ -78,7 +78,8 @@ class Stack:
     def submit_many(self, n: int, tag: str, sleep: float = 0.5) -> list[int]:
         ids = []
         for i in range(n):
-            r = self.post(f"# ID={tag}{i}\n# SLEEP={sleep}\n# SCORE=9\n", who="ada" if i % 2 else "bob")
+            r = self.post(f"# ID={tag}{i}\n# SLEEP={sleep}\n# SCORE=9\n",
+                          who="ada" if i % 2 else "bob")
             assert r.status_code == 202, r.get_json()
             ids.append(r.get_json()["id"])
         return ids

@@ -148,8 +148,9 @@ def test_metrics_count_jobs_durations_failures_and_workers_from_the_database(ser
     assert jobs[(("queue", "cpu"), ("status", "done"))] == 1
     assert jobs[(("queue", "cpu"), ("status", "failed"))] == 2
     assert jobs[(("queue", "gpu"), ("status", "queued"))] == 1
-    assert m[("attn_grader_job_failures_total", (("queue", "cpu"), ("reason", "grader_error")))] == 1
-    assert m[("attn_grader_job_failures_total", (("queue", "cpu"), ("reason", "host_lost")))] == 1
+    failures = "attn_grader_job_failures_total"
+    assert m[(failures, (("queue", "cpu"), ("reason", "grader_error")))] == 1
+    assert m[(failures, (("queue", "cpu"), ("reason", "host_lost")))] == 1
     assert m[("attn_grader_job_duration_seconds_count", ())] == 1
     assert m[("attn_grader_job_duration_seconds_bucket", (("le", "+Inf"),))] == 1
     assert m[("attn_grader_queue_wait_seconds_count", ())] == 3

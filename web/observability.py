@@ -1,10 +1,10 @@
 """Logs, health and metrics: what an operator needs to see the service from outside.
 
 - ``configure_logging()``: one JSON object per line (``ATTN_GRADER_LOG_FORMAT=json``, the
-  default for ``serve`` and ``worker`` unless stderr is a terminal) or plain text (``text``). Records carry the
-  ``submission_id``/``job_id``/``attempt``/``request_id`` of the work in progress, taken from
-  ``log_context(...)`` (a context variable, so threads and requests never mix them up) or
-  from ``extra=`` on the call.
+  default for ``serve`` and ``worker`` unless stderr is a terminal) or plain text (``text``).
+  Records carry the ``submission_id``/``job_id``/``attempt``/``request_id`` of the work in
+  progress, taken from ``log_context(...)`` (a context variable, so threads and requests
+  never mix them up) or from ``extra=`` on the call.
 - ``init_app(app)``: a request id and an access log line per request, ``/healthz``
   (database, migrations, broker) and ``/metrics`` in the Prometheus text format.
 - Metrics are computed from the database at scrape time, so one scrape of any web process
