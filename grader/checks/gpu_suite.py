@@ -8,8 +8,9 @@ there) and returns check dicts in the grade report's shape (``id``, ``passed``, 
 - ``gpu.float16`` / ``gpu.bfloat16`` (+ ``…_masked``, ``…_large_logits``): outputs and
   gradients against the float64 reference, with a dtype-aware allowance: a multiple of the
   error the reference itself makes when run in that dtype on the same device, plus the
-  dtype's rounding floor (``grader.checks.tolerance``). A correct implementation passes in any dtype; overflow to
-  inf/NaN (exp of unshifted float16 scores) and silent upcasts to float32 do not.
+  dtype's rounding floor (``grader.checks.tolerance``). A correct implementation passes in
+  any dtype; overflow to inf/NaN (exp of unshifted float16 scores) and silent upcasts to
+  float32 do not.
 - ``gpu.timing``: median time of the submission, of the reference implementation and of torch's
   fused ``F.scaled_dot_product_attention`` on the same inputs, 0 points. The submission's time
   is measured from the trusted side around a sandbox call, so it includes moving the inputs
