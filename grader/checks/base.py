@@ -127,7 +127,9 @@ class Context:
         if result.output is None:
             kind = {"builtins.NoneType": "None", "builtins.ellipsis": "... (Ellipsis)"}.get(
                 result.output_type, result.output_type or "nothing")
-            hint = " (did you forget a return statement?)" if kind == "None" else ""
+            hint = {"None": " (did you forget a return statement?)",
+                    "builtins.tuple": ": return only the output tensor, not (output, weights)",
+                    "numpy.ndarray": ": stay in torch so that gradients flow"}.get(kind, "")
             raise Fail(f"your function returned {kind} instead of a torch.Tensor{hint}",
                        {"output_type": kind})
         out = result.output
