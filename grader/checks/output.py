@@ -24,7 +24,7 @@ def shapes(ctx):
     B, H, L, S, E, Ev = dims(ctx)
     worst = 0.0
     _, _, c = run_sdpa(ctx, *_qkv(ctx, (B, H), (B, H), (B, H), L, S, E, Ev),
-                       what=f"4-D inputs (B={B}, H={H}, L={L}, S={S}, E={E}, Ev={Ev})")
+                       what=f"4-D inputs (B={B}, H={H}, L={L}, S={S}, E={E}, Ev={Ev})", heat=True)
     worst = max(worst, c.max_error)
     N, L2, S2, E2, Ev2 = ctx.inputs.distinct(5, 2, 13)
     _, _, c = run_sdpa(ctx, *_qkv(ctx, (N,), (N,), (N,), L2, S2, E2, Ev2),
@@ -36,7 +36,7 @@ def shapes(ctx):
 def broadcast(ctx):
     B, H, L, S, E, Ev = dims(ctx)
     _, _, c = run_sdpa(ctx, *_qkv(ctx, (B, H), (1, H), (B, 1), L, S, E, Ev),
-                       what=f"broadcast batch dims (query {B}x{H}, key 1x{H}, value {B}x1)")
+                       what=f"broadcast batch dims (query {B}x{H}, key 1x{H}, value {B}x1)", heat=True)
     return f"batch dimensions broadcast like torch.matmul (max error {c.max_error:.2g})"
 
 

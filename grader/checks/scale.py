@@ -96,12 +96,12 @@ def sdpa_default(ctx):
         table.append({"d_k": d, "variance": round(variance, 4), "expected": 1.0,
                       "fitted_scale": float(f"{slope:.6g}"), "expected_scale": float(f"{1 / math.sqrt(d):.6g}")})
         if d == 64:
-            sample = w
+            sample, sample_ref = w, torch.softmax(dots / 8.0, dim=-1)
     details = {"variance_by_dk": table}
     if all(abs(found[d] * math.sqrt(d) - 1) <= 1e-3 for d in DKS):
         return ("the softmax temperature is 1/√d_k for d_k from 8 to 512; logit variance ≈ "
                 f"{table[3]['variance']:.2f} at d_k = 64 (≈ 1 as intended)", details)
-    details["weights_submission"] = heatmap(sample)
+    details["weights_submission"], details["weights_reference"] = heatmap(sample), heatmap(sample_ref)
     raise Fail(f"Scale found: {name_scale(found)}. {_variance_sentence(table)}", details)
 
 
