@@ -42,6 +42,13 @@ limit_request_line = 8190
 limit_request_fields = 100
 
 
+def on_starting(server):
+    # The app's JSON logs (one line per request, job ids) go to stderr next to gunicorn's.
+    from web.observability import configure_logging
+
+    configure_logging("INFO")
+
+
 def when_ready(server):
     # The task pages import the grader's task registry (and so torch) on first use: import
     # it once in the master, so that every worker is born with it instead of stalling its

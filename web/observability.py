@@ -129,11 +129,13 @@ def _finish_request(response: Response) -> Response:
     started = g.get("request_started")
     if started is not None and request.endpoint not in ("observability.metrics",
                                                         "observability.healthz"):
-        user = g.get("api_user")
+        # The token's user, or the signed-in user if the view loaded one (no extra query).
+        user = g.get("api_user") or g.get("_login_user")
         access_log.info("%s %s %s", request.method, request.path, response.status_code, extra={
             "method": request.method, "path": request.path, "status": response.status_code,
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
-            "user_id": getattr(user, "id", None), "remote": request.remote_addr})
+            "user_id": getattr(user, "id", None) if getattr(user, "is_authenticated", False)
+            else None, "remote": request.remote_addr})
     return response
 
 
