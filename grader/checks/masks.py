@@ -50,6 +50,10 @@ def zero_weight(ctx):
     leaked = float(w.double().masked_fill(mask, 0).abs().max())
     details = {"weights_submission": heatmap(w), "weights_reference": heatmap(attention_weights(q, k, mask)),
                "max_masked_weight": leaked}
+    kept = float(torch.nan_to_num(w.double()).masked_fill(~mask, 0).sum(-1).max())
+    if not leaked == 0.0 and kept < 1e-6:
+        raise Fail("all the weight goes to the keys the mask hides and none to the keys it allows: your boolean "
+                   "mask has the wrong polarity (True means the key MAY be attended to)", details)
     if not leaked == 0.0:
         raise Fail(f"masked keys still get weight (up to {leaked:.3g}); a masked key must get exactly 0: "
                    f"fill masked scores with -inf (or torch.finfo(dtype).min) before the softmax", details)
