@@ -131,6 +131,15 @@ def test_session_survives_a_crash_and_replaces_the_child():
 
 
 @needs_strict
+def test_prints_are_all_there_as_soon_as_the_call_returns():
+    src = "import sys\ndef sdpa(q, k, v, **kw):\n    sys.stdout.write('x' * 9000 + '|')\n    return q\n"
+    with Session(src, "sdpa", level="strict", limits=LIMITS) as s:
+        for i in range(1, 41):
+            assert s.call(*_qkv()).ok
+            assert s.stdout.count("|") == i and len(s.stdout) == 9001 * i
+
+
+@needs_strict
 def test_total_wall_clock_limit_across_calls():
     src = "import time\ndef sdpa(q, k, v, **kw):\n    time.sleep(0.8)\n    return q\n"
     limits = Limits(wall_seconds=2.0, call_seconds=10, load_seconds=5, cpu_seconds=5)

@@ -7,11 +7,15 @@
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import select
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import threading
 
 from .limits import Limits
@@ -35,31 +39,59 @@ def child_env(device: str) -> dict:
 
 
 class OutputCapture(threading.Thread):
-    """Keeps the first ``cap`` bytes of a pipe, then closes it (the writer gets EPIPE)."""
+    """Keeps the first ``cap`` bytes of a pipe, then closes it (the writer gets EPIPE).
+
+    ``text()`` first takes in whatever is already in the pipe: the harness flushes the
+    student's prints before each answer, so after an answer the capture is exact.
+    """
 
     def __init__(self, fd: int, cap: int):
         super().__init__(daemon=True)
         self.fd, self.cap, self.data, self.truncated = fd, cap, bytearray(), False
+        self.lock = threading.Lock()
+        os.set_blocking(fd, False)  # reads happen only when select or FIONREAD says there is data
+
+    def _take(self, chunk: bytes) -> None:
+        self.data += chunk[: self.cap - len(self.data)]
+        if len(self.data) >= self.cap:
+            self.truncated = True
 
     def run(self) -> None:
         try:
-            while True:
-                chunk = os.read(self.fd, 65536)
-                if not chunk:
-                    break
-                self.data += chunk[: self.cap - len(self.data)]
-                if len(self.data) >= self.cap:
-                    self.truncated = True
-                    break
+            while not self.truncated:
+                select.select([self.fd], [], [])
+                with self.lock:
+                    try:
+                        chunk = os.read(self.fd, 65536)
+                    except BlockingIOError:
+                        continue  # text() took it first
+                    if not chunk:
+                        break
+                    self._take(chunk)
         except OSError:
             pass
         finally:
-            try:
-                os.close(self.fd)
-            except OSError:
-                pass
+            with self.lock:
+                try:
+                    os.close(self.fd)
+                except OSError:
+                    pass
+                self.fd = -1
+
+    def sync(self) -> None:
+        with self.lock:
+            while self.fd >= 0 and not self.truncated:
+                waiting = struct.unpack("i", fcntl.ioctl(self.fd, termios.FIONREAD, b"\0" * 4))[0]
+                if waiting <= 0:
+                    return
+                try:
+                    self._take(os.read(self.fd, waiting))
+                except BlockingIOError:
+                    return
 
     def text(self) -> str:
+        if self.is_alive():
+            self.sync()
         suffix = "\n[output truncated]" if self.truncated else ""
         return self.data.decode("utf-8", "replace") + suffix
 
@@ -167,20 +199,22 @@ def select_backend(level: str, limits: Limits, device: str):
     if level == "none":
         return PlainBackend(limits, device, apply_rlimits=False,
                             warnings=["sandbox disabled (--sandbox none): the submission runs unconfined"])
-    from .pool import ZygoteBackend
     from .wall import strict_problems
     problems = strict_problems(wall=True)
     if level == "strict":
         if problems:
             raise SandboxUnavailable("strict isolation is not available on this host; missing: "
                                      + "; ".join(problems))
+        from .pool import ZygoteBackend
         return ZygoteBackend(limits, device, wall=True, level="strict")
     if not problems:
+        from .pool import ZygoteBackend
         try:
             return ZygoteBackend(limits, device, wall=True, level="strict")
         except SandboxUnavailable as exc:
             problems = [str(exc)]
     elif strict_problems(wall=False) == []:  # everything but the outer wall
+        from .pool import ZygoteBackend
         try:
             return ZygoteBackend(limits, device, wall=False, level="auto", warnings=[
                 "the outer bubblewrap wall is unavailable (" + "; ".join(problems) + "); the submission "

@@ -121,7 +121,7 @@ def run_child(req: dict, fds: dict, files: dict) -> None:
     os.dup2(devnull, 0)
     for k, target in (("stdout", 1), ("stderr", 2), ("request", 3), ("response", 4)):
         os.dup2(high[k], target)
-    status = os.dup2(high["status"], 5)
+    status = fds["status"] = os.dup2(high["status"], 5)  # the error path below writes here too
     isolate.close_fds_except({0, 1, 2, 3, 4, 5})
     isolate.set_rlimits(req["rlimits"])
     isolate.drop_privileges(req["uid"])
@@ -134,6 +134,7 @@ def run_child(req: dict, fds: dict, files: dict) -> None:
         harness.prepare_device(req.get("device", "cpu"))
     os.write(status, b'{"ready": true}\n')
     os.close(status)  # from here on, only the waiter speaks on the status pipe
+    fds["status"] = -1
     sys.argv = ["submission"]
     harness.serve()
     os._exit(0)
@@ -154,8 +155,12 @@ def run_waiter(req: dict, fds: dict, cgroup_fds: list, files: dict) -> None:
             try:
                 run_child(req, fds, files)
             except BaseException as exc:
-                msg = {"setup_error": f"{type(exc).__name__}: {exc}"}
-                os.write(status, (json.dumps(msg) + "\n").encode())
+                try:
+                    if fds["status"] >= 0:
+                        msg = {"setup_error": f"{type(exc).__name__}: {exc}"}
+                        os.write(fds["status"], (json.dumps(msg) + "\n").encode())
+                finally:
+                    os._exit(120)
             os._exit(120)
         for fd in list(fds.values()):
             if fd != status:
