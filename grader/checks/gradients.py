@@ -13,6 +13,8 @@ from .base import Fail, shape_str
 from .tolerance import GRAD_FLOOR_FACTOR, GRAD_MULTIPLIER, allowance, compare
 
 SDPA_NAMES = ("query", "key", "value")
+NOISE_HINT = (" (a hand-written backward is the usual cause; a forward that computes in float32 internally also "
+              "breaks float64 finite differences: compute in the input's dtype)")
 MHA_NAMES = ("x_q", "x_kv", "w_q", "w_k", "w_v", "w_o")
 
 
@@ -102,7 +104,7 @@ def gradcheck(ctx, call_forward, call_backward, inputs, names, stacked: bool, wh
             idx = int(bad.nonzero()[0]) if bad.any() else 0
             which = next(i for i, c in enumerate(torch.tensor(sizes).cumsum(0).tolist()) if idx < c)
             raise Fail(f"{what}: gradcheck fails for {names[which]}: your backward gives {float(analytic[idx]):.6g}"
-                       f" where finite differences of your own forward give {float(numeric[idx]):.6g}",
+                       f" where finite differences of your own forward give {float(numeric[idx]):.6g}{NOISE_HINT}",
                        {"input": names[which], "analytic": float(analytic[idx]), "numerical": float(numeric[idx])})
 
 
@@ -173,6 +175,6 @@ def mha_gradcheck(ctx):
         analytic = float((grads[i].double() * u).sum())
         if not abs(analytic - numeric) <= 1e-5 + 1e-3 * abs(numeric):
             raise Fail(f"{what}: gradcheck fails for {name}: your backward gives a directional derivative of "
-                       f"{analytic:.6g} where finite differences of your own forward give {numeric:.6g}",
+                       f"{analytic:.6g} where finite differences of your own forward give {numeric:.6g}{NOISE_HINT}",
                        {"input": name, "analytic": analytic, "numerical": numeric})
     return "gradcheck (fast mode, every input) of your backward against finite differences passes in float64"

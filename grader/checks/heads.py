@@ -54,6 +54,15 @@ def float64(ctx):
     return f"float64 inputs give float64-accurate results (max error {c.max_error:.2g})"
 
 
+def precision(ctx):
+    """Reported only: float64 inputs computed in float64 throughout."""
+    from .output import strict_float64
+    B, H, dk, L, S = mha_dims(ctx)
+    x_q, x_kv, ws = mha_inputs(ctx, B, L, S, H * dk, dtype=torch.float64)
+    out = ctx.tensor_out(ctx.call(x_q, x_kv, *ws, H, during="float64 precision"), tuple(x_q.shape))
+    return strict_float64(out, multi_head_attention(x_q, x_kv, *ws, H))
+
+
 def dtype_case(dtype):
     def check(ctx):
         B, H, dk, L, S = mha_dims(ctx)

@@ -100,3 +100,22 @@ def dtype_case(dtype):
         ref = scaled_dot_product_attention(q.double(), k.double(), v.double())
         return check_returned(ctx, result, sdpa_out_shape(q, k, v), dtype, ref)
     return check
+
+
+def precision(ctx):
+    """Reported only: float64 inputs computed in float64 throughout (the scored checks allow float32 constants)."""
+    from reference_impl import scaled_dot_product_attention as reference
+    B, H, L, S, E, Ev = dims(ctx)
+    q, k, v = _qkv(ctx, (B, H), (B, H), (B, H), L, S, E, Ev, dtype=torch.float64)
+    out = ctx.tensor_out(ctx.call(q, k, v, during="float64 precision"), sdpa_out_shape(q, k, v))
+    return strict_float64(out, reference(q, k, v))
+
+
+def strict_float64(out, ref):
+    from .tolerance import STRICT_FLOAT64, compare
+    cmp = compare(out, ref, STRICT_FLOAT64 * max(1.0, float(ref.abs().max())))
+    if not cmp.ok:
+        raise Fail(f"your float64 result is only accurate to {cmp.max_error:.2g} (float64 allows ~1e-15): part of "
+                   f"your computation runs in float32, e.g. .float() or torch.tensor(d_k) (float32 by default); "
+                   f"use math.sqrt or the input's dtype. Reported only, not scored", cmp.details())
+    return f"float64 inputs are computed in full float64 precision (max error {cmp.max_error:.2g})"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from .base import Fail
+from .tolerance import PROPERTY_TOLERANCE
 
 ARG_NAMES = {"sdpa": ("query", "key", "value"), "mha": ("x_q", "x_kv", "w_q", "w_k", "w_v", "w_o")}
 
@@ -29,7 +30,7 @@ def sdpa_batch(ctx):
         keep = torch.ones(B, H, dtype=torch.bool)
         keep[index] = False
         leak = _changed(out[keep], base[keep])
-        if not leak <= 1e-10:
+        if not leak <= PROPERTY_TOLERANCE * max(1.0, float(base.abs().max())):
             raise Fail(f"changing the inputs of {where} changed other outputs by up to {leak:.3g}: your "
                        f"computation mixes {'batch elements' if len(index) == 1 else 'heads'} (e.g. flattening "
                        f"them into the sequence, or a reduction over the wrong dimension)",
@@ -49,7 +50,7 @@ def mha_batch(ctx):
     out = ctx.tensor_out(ctx.call(x_q2, x_kv2, *ws, H, during="batch probe"), (B, L, H * dk))
     others = [i for i in range(B) if i != b]
     leak = _changed(out[others], base[others])
-    if not leak <= 1e-10:
+    if not leak <= PROPERTY_TOLERANCE * max(1.0, float(base.abs().max())):
         raise Fail(f"changing batch element {b} changed the other elements' outputs by up to {leak:.3g}: "
                    f"your computation mixes batch elements", {"changed": b, "max_change_elsewhere": leak})
     return "each batch element depends only on its own inputs"
@@ -78,11 +79,11 @@ def permutation(ctx):
     base = ctx.tensor_out(ctx.call(q, k, v, during="permutation probe"), (2, L, Ev))
     pk, pq = ctx.inputs.perm(S), ctx.inputs.perm(L)
     keys = ctx.tensor_out(ctx.call(q, k[:, pk], v[:, pk], during="permutation probe"), (2, L, Ev))
-    if not _changed(keys, base) <= 1e-10:
+    if not _changed(keys, base) <= PROPERTY_TOLERANCE:
         raise Fail(f"permuting the keys and values together changed the output by {_changed(keys, base):.3g}; "
                    f"attention treats the keys as a set")
     queries = ctx.tensor_out(ctx.call(q[:, pq], k, v, during="permutation probe"), (2, L, Ev))
-    if not _changed(queries, base[:, pq]) <= 1e-10:
+    if not _changed(queries, base[:, pq]) <= PROPERTY_TOLERANCE:
         raise Fail("permuting the queries should permute the output rows the same way; yours does not")
     return "permuting keys with values changes nothing; permuting queries permutes the output"
 

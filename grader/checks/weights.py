@@ -7,6 +7,7 @@ import torch
 
 from reference_impl import attention_weights
 from .base import Fail, heatmap
+from .tolerance import PROPERTY_TOLERANCE
 
 
 def distribution(ctx):
@@ -52,7 +53,7 @@ def value_shift(ctx):
     a = ctx.tensor_out(ctx.call(q, k, v, during="value-shift probe"), (2, L, Ev))
     b = ctx.tensor_out(ctx.call(q, k, v + c, during="value-shift probe"), (2, L, Ev))
     gap = float(((b - a) - c).abs().max())
-    if not gap <= 1e-9 * max(1.0, float(c.abs().max())):
+    if not gap <= PROPERTY_TOLERANCE * max(1.0, float(c.abs().max())):
         raise Fail(f"adding a constant vector to every value row should add exactly that vector to every "
                    f"output row (the weights sum to 1); yours is off by {gap:.3g}", {"max_error": gap})
     return "shifting the values by a constant shifts the output by it"

@@ -9,7 +9,7 @@ TASK = Task(
     id="mha", title="Multi-head attention", function="multi_head_attention",
     positional=7, keywords=("attn_mask", "is_causal"),
     points={"load": 5, "forbidden": 5, "output": 20, "dtype": 5, "heads": 20, "scale": 15, "mask": 10,
-            "causal": 10, "batch": 3, "grad": 5, "inputs": 2},
+            "causal": 10, "batch": 3, "grad": 5, "inputs": 2, "precision": 0},
     checks=[
         Check("forbidden.static", forbidden.static_check),
         Check("output.self_attention", heads.self_attention),
@@ -28,6 +28,7 @@ TASK = Task(
         Check("batch.independent", properties.mha_batch),
         Check("grad.reference", gradients.mha_reference),
         Check("grad.gradcheck", gradients.mha_gradcheck),
+        Check("precision.float64", heads.precision),
         Check("inputs.unchanged", properties.inputs_unchanged),
         Check("forbidden.runtime", forbidden.runtime_check),
     ],

@@ -10,7 +10,7 @@ TASK = Task(
     positional=3, keywords=("attn_mask", "is_causal", "scale"),
     points={"load": 5, "forbidden": 5, "output": 20, "dtype": 5, "scale": 15, "weights": 5, "mask": 15,
             "causal": 10, "stability": 5, "batch": 3, "grad": 10, "inputs": 2,
-            "permutation": 0, "fully_masked": 0, "speed": 0},
+            "permutation": 0, "fully_masked": 0, "speed": 0, "precision": 0},
     checks=[
         Check("forbidden.static", forbidden.static_check),
         Check("output.shapes", output.shapes, 2),
@@ -38,6 +38,7 @@ TASK = Task(
         Check("permutation.keys_queries", properties.permutation),
         Check("fully_masked.zeros", properties.fully_masked),
         Check("speed.relative", properties.speed),
+        Check("precision.float64", output.precision),
         Check("inputs.unchanged", properties.inputs_unchanged),
         Check("forbidden.runtime", forbidden.runtime_check),
     ],
