@@ -9,7 +9,7 @@ from .calls import run_mha
 from .masks import mha_dims, mha_inputs
 from .output import check_returned
 from .tolerance import relative_error
-from .variants import explain, identify, mha_variant, mha_variants
+from .variants import explain, identify, mha_variant
 
 HEAD_BUGS = ("split_no_transpose", "merge_no_transpose", "split_merge_no_transpose")
 
