@@ -51,9 +51,9 @@ class Janitor:
         self.cond = threading.Condition()
         self.thread = None
 
-    def submit(self, cgroup: RunCgroup, slot: Slot) -> None:
+    def submit(self, cgroup: RunCgroup, slot: Slot, captures=(), status_fd: int = -1) -> None:
         with self.cond:
-            self.queue.append((cgroup, slot))
+            self.queue.append((cgroup, slot, captures, status_fd))
             if self.thread is None or not self.thread.is_alive():
                 self.thread = threading.Thread(target=self._run, name="sandbox-janitor", daemon=True)
                 self.thread.start()
@@ -66,10 +66,14 @@ class Janitor:
                     if not self.cond.wait(5.0):
                         self.thread = None
                         return
-                cgroup, slot = self.queue[0]
+                cgroup, slot, captures, status_fd = self.queue[0]
             try:
                 cgroup.kill()
+                for capture in captures:
+                    capture.join(5.0)  # EOF once the run's last process is gone
                 cgroup.remove()
+                if status_fd >= 0:
+                    os.close(status_fd)
             finally:
                 slot.release()  # the uid is reused only once nothing of this run is left
                 with self.cond:
