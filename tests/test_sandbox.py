@@ -197,16 +197,26 @@ def test_one_zygote_serves_many_threads():
 
 
 @needs_strict
-def test_a_dead_zygote_is_restarted():
+def test_a_dead_zygote_is_restarted_and_outlives_the_thread_that_started_it():
     with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
         assert s.call(*_qkv()).ok
     (z,) = forkserver._zygotes.values()
     z.proc.kill()
     z.proc.wait()
+
+    def in_a_short_lived_thread():  # like a web server's request thread
+        with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+            assert s.call(*_qkv()).ok
+
+    t = threading.Thread(target=in_a_short_lived_thread)
+    t.start()
+    t.join(60)
+    time.sleep(0.5)
+    (z2,) = forkserver._zygotes.values()
+    assert z2 is not z and z2.alive()  # it does not die with the thread that needed it
     with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
         assert s.call(*_qkv()).ok
-    (z2,) = forkserver._zygotes.values()
-    assert z2 is not z and z2.alive()
+    assert forkserver._zygotes[(True, False)] is z2
 
 
 @needs_strict

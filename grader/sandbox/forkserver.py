@@ -16,6 +16,7 @@ import socket
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
@@ -82,17 +83,22 @@ class Zygote:
 _zygotes: dict = {}
 _warm_pools: dict = {}
 _registry_lock = threading.Lock()
+# bwrap --die-with-parent is PR_SET_PDEATHSIG, which follows the *thread* that forked it: a zygote
+# started from a request's short-lived thread died with that thread (measured). So zygotes are
+# always started from this one long-lived thread.
+_launcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-launcher")
 
 
 def _forget_after_fork() -> None:
     # A forked grader must not share its parent's control socket: it starts its own zygote.
-    global _zygotes, _registry_lock
+    global _zygotes, _registry_lock, _launcher
     for z in _zygotes.values():
         try:
             z.sock.close()
         except OSError:
             pass
     _zygotes, _registry_lock = {}, threading.Lock()
+    _launcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-launcher")
     _warm_pools.clear()  # their children belong to the parent process
     global janitor
     janitor = Janitor()  # the parent's janitor thread does not exist here
@@ -108,7 +114,7 @@ def get_zygote(wall: bool, gpu: bool, limits: Limits) -> Zygote:
         if z is None or not z.alive():
             if z is not None:
                 z.close()
-            z = _zygotes[key] = Zygote(wall, gpu, limits.tmp_size)
+            z = _zygotes[key] = _launcher.submit(Zygote, wall, gpu, limits.tmp_size).result()
             _probe(z, limits)
         return z
 
