@@ -30,9 +30,13 @@ from .wall import zygote_command
 START_TIMEOUT = 120.0
 
 
+class ZygoteLost(ConnectionError):
+    """The fork server died or stopped answering; the next request starts a new one."""
+
+
 class Zygote:
     def __init__(self, wall: bool, gpu: bool, tmp_size: int):
-        self.wall, self.gpu = wall, gpu
+        self.wall, self.gpu, self.lost = wall, gpu, False
         self.lock = threading.Lock()
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = parent
@@ -57,14 +61,19 @@ class Zygote:
         self.sock.settimeout(30)
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return not self.lost and self.proc.poll() is None
 
     def spawn(self, request: dict, fds: list[int]) -> int:
         with self.lock:
-            socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
-            reply = self.sock.recv(65536)
+            try:
+                socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
+                reply = self.sock.recv(65536)
+            except OSError as exc:  # includes a timeout: a reply arriving later would desynchronise us
+                self.lost = True
+                raise ZygoteLost(f"the fork server stopped answering: {exc}") from None
         if not reply:
-            raise ConnectionError("the fork server closed its control channel")
+            self.lost = True
+            raise ZygoteLost("the fork server closed its control channel")
         answer = json.loads(reply)
         if "pid" not in answer:
             raise SandboxUnavailable(f"the fork server refused: {answer.get('error')}")

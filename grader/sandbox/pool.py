@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import os
-import socket
 import threading
 from dataclasses import astuple
 
 from . import wire
 from .backends import SandboxUnavailable
 from . import forkserver
-from .forkserver import StrictChild, get_zygote
+from .forkserver import StrictChild, ZygoteLost, get_zygote
 from .limits import Limits
 
 
@@ -57,7 +56,12 @@ class WarmPool:
             with self.lock:
                 child = self.ready.pop(0) if self.ready else None
             if child is None:
-                child = self._spawn()
+                try:
+                    child = self._spawn()
+                except ZygoteLost:
+                    if attempt:
+                        raise
+                    continue  # get_zygote starts a fresh one on the next attempt
             threading.Thread(target=self.refill, daemon=True).start()
             error = child.wait_ready(timeout)
             if error is None:
@@ -116,7 +120,7 @@ class ZygoteBackend:
             self.zygote = zygote
             try:
                 return StrictChild(zygote, self.limits, self.device, submission_dir)
-            except (ConnectionError, BrokenPipeError, socket.timeout, OSError):
+            except ZygoteLost:
                 if attempt:
                     raise
                 zygote.close()  # it died under us: the next attempt starts a fresh one
