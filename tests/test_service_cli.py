@@ -108,3 +108,17 @@ def test_worker_refuses_a_gpu_queue_without_a_gpu(tmp_path):
     assert result.exit_code == 1 and "--queues gpu: no GPU found" in result.output
     result = runner.invoke(main, ["worker", "--queues", "tpu"], env=env)
     assert result.exit_code == 2 and "unknown queue(s) ['tpu']" in result.output
+
+
+def test_strict_workers_refuse_to_start_on_a_host_without_the_sandbox(tmp_path, monkeypatch):
+    import grader.sandbox.wall as wall
+
+    monkeypatch.setattr(wall, "bwrap_path", lambda: None)  # as on a host without bubblewrap
+    env = {"ATTN_GRADER_INSTANCE_PATH": str(tmp_path), "ATTN_GRADER_SANDBOX": "strict"}
+    runner = CliRunner()
+    assert runner.invoke(main, ["db", "upgrade"], env=env).exit_code == 0
+    for command in (["worker", "--queues", "cpu"], ["serve", "--port", "5998", "--no-demo"]):
+        result = runner.invoke(main, command, env=env)
+        assert result.exit_code == 1, result.output
+        assert "ATTN_GRADER_SANDBOX=strict, but this host lacks" in result.output
+        assert "bubblewrap" in result.output

@@ -44,6 +44,24 @@ def _logging(level: str = "INFO") -> None:
 
 # ---- serve / worker / reconcile ----------------------------------------------------------
 
+def _sandbox_preflight(config: dict) -> None:
+    """With ATTN_GRADER_SANDBOX=strict, refuse to start graders on a host that lacks a layer.
+
+    Without this, every job would fail on this host one attempt at a time; an operator
+    should hear what is missing once, at start-up.
+    """
+    if config["SANDBOX"] != "strict":
+        return
+    from grader.sandbox import strict_problems
+
+    problems = strict_problems()
+    if problems:
+        raise click.ClickException(
+            "ATTN_GRADER_SANDBOX=strict, but this host lacks: " + "; ".join(problems)
+            + ". Install what is missing, or set ATTN_GRADER_SANDBOX=auto to grade with the "
+              "strongest isolation available (not for untrusted students).")
+
+
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=5000, show_default=True, type=int)
@@ -70,6 +88,8 @@ def serve(host, port, workers, threads, demo):
         accounts = accounts or load_demo_credentials(config["INSTANCE_PATH"])
     app = create_app()
     workers = config["WORKERS"] if workers is None else workers
+    if workers:
+        _sandbox_preflight(config)
     supervisor = Supervisor(config, worker_specs(workers))
     supervisor.start()
     mode = "Dramatiq via " + config["BROKER_URL"] if config["BROKER_URL"] else "database queue"
@@ -117,6 +137,7 @@ def worker(queues, processes, gpus, reconcile):
     _logging()
     config = _config()
     _migrated_engine(config)
+    _sandbox_preflight(config)
     wanted = {q.strip() for q in queues.split(",") if q.strip()}
     unknown = wanted - {"cpu", "gpu"}
     if unknown or not wanted:

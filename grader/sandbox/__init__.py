@@ -2,5 +2,7 @@
 from .backends import SandboxUnavailable
 from .limits import Limits
 from .session import CallResult, LoadResult, Session, StudentError
+from .wall import strict_problems
 
-__all__ = ["CallResult", "Limits", "LoadResult", "SandboxUnavailable", "Session", "StudentError"]
+__all__ = ["CallResult", "Limits", "LoadResult", "SandboxUnavailable", "Session", "StudentError",
+           "strict_problems"]
