@@ -22,15 +22,28 @@ def chapter_tasks() -> list[tuple[str, str]]:
     return [(task_id, getattr(task, "title", task_id)) for task_id, task in TASKS.items()]
 
 
+# The demo course's quiz: one or two questions per topic of the chapter and every kind of
+# question, short enough for one sitting. The rest of the bank stays available: an
+# instructor adds questions on the assignment's settings page.
+CHAPTER_QUIZ = (
+    "soft-lookup", "qkv-roles", "sdpa-steps-order", "why-scale-by-sqrt-dk",
+    "variance-of-dot-product", "sqrt-not-dk", "saturated-softmax-effects", "masking-value",
+    "causal-mask-code", "head-dimension", "why-multiple-heads", "attention-kinds-sources",
+    "permute-inputs", "parallel-property", "derive-score-variance", "masked-vs-unmasked",
+)
+
+
 def chapter_question_ids() -> list[str]:
-    """The ids of the question bank, for the chapter's quiz assignment."""
+    """The chapter quiz's question ids that the bank has (all of the bank if none match)."""
     try:
         from questions import load_bank
     except ImportError:
         return []
     bank = load_bank()
     items = bank.values() if isinstance(bank, dict) else bank
-    return [getattr(q, "id", None) or q["id"] for q in items]
+    ids = [getattr(q, "id", None) or q["id"] for q in items]
+    chosen = [qid for qid in CHAPTER_QUIZ if qid in ids]
+    return chosen or ids
 
 
 def default_course(session: Session) -> Course | None:
