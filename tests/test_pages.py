@@ -4,6 +4,8 @@ from __future__ import annotations
 import io
 import re
 
+import pytest
+
 from pages_support import ada, bob, db_session, env, grade_queued, prof, sign_in  # noqa: F401
 
 XSS = "<script>alert('x')</script>"
@@ -207,6 +209,14 @@ def test_overview_matrix_sorts_filters_and_escapes_names(env, ada, bob, prof):
     assert page.index("ada@example.org") < page.index("bob@example.org")
     page = prof.get("/instructor/?q=ADA").get_data(as_text=True)
     assert "ada@example.org" in page and "bob@example.org" not in page
+    # The average weighs each assignment equally (unattempted = 0): 4/10 on one of three.
+    from web.services.analytics import score_matrix
+    from web.services.courses import default_course
+    with db_session(env) as session:
+        assignments, rows = score_matrix(session, default_course(session), sort="total")
+    ada_row = next(r for r in rows if r["email"] == "ada@example.org")
+    assert ada_row["total"] == pytest.approx(100 * 0.4 / len(assignments))
+    assert f"{ada_row['total']:.1f}%" in page
     assert prof.get("/instructor/charts/sdpa/scores.svg").mimetype == "image/svg+xml"
     stats = prof.get("/instructor/assignments/sdpa").get_data(as_text=True)
     assert "<code>values</code>" in stats and "50%" in stats, stats  # one of two fails "values"

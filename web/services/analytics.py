@@ -25,18 +25,21 @@ GROUP_SHARE = 0.27  # Kelley's upper/lower groups
 
 def score_matrix(session: Session, course: Course, query: str = "", sort: str = "name",
                  descending: bool = False) -> tuple[list[Assignment], list[dict]]:
-    """Students × assignments: one row per student with a cell per assignment slug."""
+    """Students × assignments: one row per student with a cell per assignment slug.
+
+    ``total`` is the student's average percentage over all the course's assignments, each
+    weighted equally and counting one not attempted as 0: raw points would weigh a 100-point
+    task against a 16-point quiz.
+    """
     assignments = list(course.assignments)
     students: dict[int, dict] = {}
     for row in scores_table(session, course):
         student = students.setdefault(row["user_id"], {
             "user_id": row["user_id"], "email": row["email"], "name": row["name"],
-            "cells": {}, "total": 0.0, "max_total": 0.0})
+            "cells": {}, "total": 0.0})
         student["cells"][row["assignment"]] = row
-        if row["best_score"] is not None:
-            student["total"] += row["best_score"]
-        if row["max_score"] is not None:
-            student["max_total"] += row["max_score"]
+        if row["best_score"] is not None and row["max_score"]:
+            student["total"] += 100.0 * row["best_score"] / row["max_score"] / max(1, len(assignments))
     rows = list(students.values())
     needle = query.strip().lower()
     if needle:
