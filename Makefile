@@ -24,6 +24,7 @@ run: install
 
 test: install
 	bash scripts/system-deps.sh
+	bash scripts/services.sh
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: install
