@@ -86,7 +86,7 @@ def diagnose(ctx, out, ref64, variants, cmp, recall, half_ref, details) -> str:
         return explain(name)
     try:  # same inputs twice: a different answer means randomness (dropout left on, say)
         again = recall().output
-        if again is not None and again.shape == out.shape and not torch.equal(again, out):
+        if again is not None and again.shape == out.shape and not _same_values(again, out):
             details["diagnosis"] = "nondeterministic"
             return ("your function returns different results for the same inputs: is dropout "
                     "(or some other randomness) still switched on?")
@@ -106,9 +106,19 @@ def diagnose(ctx, out, ref64, variants, cmp, recall, half_ref, details) -> str:
         details["diagnosis"] = "float32_precision"
         return ("your float64 result has only float32 precision: part of your computation runs in float32 "
                 "(e.g. .float() or a float32 constant tensor); compute in the input's dtype")
+    if cmp.nonfinite and str(details.get("mask", "")).startswith("float"):
+        details["diagnosis"] = "float_mask_not_added"
+        return ("NaN or inf where the reference is finite, with a float mask: a float mask is "
+                "added to the scaled scores (scores + mask), so a -inf entry gives that key "
+                "weight 0; multiplying by it, or applying it after the softmax, gives NaN")
     if cmp.nonfinite:
         return "NaN or inf in your output: look for exp() of large numbers, 0/0, or log(0)"
     return ""
+
+
+def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal, counting NaN as equal to NaN: a deterministic NaN is not randomness."""
+    return bool(((a == b) | (a.isnan() & b.isnan())).all())
 
 
 def weights_maps(ctx, q, k, attn_mask, is_causal, scale) -> dict:
