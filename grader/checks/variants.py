@@ -147,9 +147,11 @@ def mha_variants(x_q, x_kv, ws, num_heads, attn_mask=None, is_causal=False) -> d
     if is_causal:
         kw["keep"] = torch.ones(L, S, dtype=torch.bool).tril()
     args = (x_q, x_kv, ws, num_heads)
+    # 1/√d_model comes before 1/d_k: the two coincide when num_heads == d_k, and in a
+    # multi-head task the d_model mix-up is the likelier bug (the first exact match wins).
     out = {"no_scale": mha_variant(*args, scale_rule="none", **kw),
-           "scale_dk": mha_variant(*args, scale_rule="dk_lin", **kw),
            "scale_dmodel": mha_variant(*args, scale_rule="dmodel", **kw),
+           "scale_dk": mha_variant(*args, scale_rule="dk_lin", **kw),
            "split_no_transpose": mha_variant(*args, split_ok=False, **kw),
            "merge_no_transpose": mha_variant(*args, merge_ok=False, **kw),
            "split_merge_no_transpose": mha_variant(*args, split_ok=False, merge_ok=False, **kw),
