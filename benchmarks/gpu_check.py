@@ -14,6 +14,11 @@ It runs a list of named steps (``STEPS``; add a step by appending a function to 
 - ``experiments``: ``attn-grader experiments`` gives the CPU's numbers on the device.
 - ``timing``: forward and forward+backward of the reference against torch's fused SDPA, as a
   ratio (information, never a failure).
+- ``grading``: a correct and a buggy submission (exp of unshifted scores) graded on the device
+  by ``grade_source`` and by the GPU suite (``grader/checks/gpu_suite.py``: float16/bfloat16
+  checks, and the submission's speed against the reference and fused SDPA, 0 points). The
+  correct one must get full marks and pass the suite; the buggy one must lose points, and on
+  CUDA fail a float16 check.
 
 Without CUDA it says so and runs what it can on the CPU with small shapes, in seconds, so the
 script can be smoke-tested anywhere. Prints a table, writes ``gpu_check.json`` to ``--out`` or
@@ -245,12 +250,87 @@ def step_timing(ctx: Context) -> list[Check]:
     return checks
 
 
+# --- grading on the device ----------------------------------------------------------------------
+
+CORRECT_SUBMISSION = '''import math
+import torch
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None):
+    scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = query @ key.transpose(-2, -1) * scale
+    if is_causal:
+        keep = torch.ones(scores.shape[-2], scores.shape[-1], dtype=torch.bool,
+                          device=scores.device).tril()
+        scores = scores.masked_fill(~keep, float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = torch.softmax(scores, dim=-1)
+    return torch.nan_to_num(weights, nan=0.0) @ value
+'''
+# Right formula, but exp() of scores that were never shifted by the row maximum: overflows.
+BUGGY_SUBMISSION = CORRECT_SUBMISSION.replace(
+    "weights = torch.softmax(scores, dim=-1)",
+    "weights = scores.exp() / scores.exp().sum(-1, keepdim=True)")
+
+
+def step_grading(ctx: Context) -> list[Check]:
+    """Grade a correct and a buggy submission with the device as the grader's device: the full
+    sdpa suite (``grade_source``) and the GPU suite (float16/bfloat16 checks and timing)."""
+    import time
+
+    from grader.checks.gpu_suite import run_gpu_suite
+    from grader.grading import grade_source
+    from grader.sandbox import Session
+
+    device = str(ctx.device)
+    dtypes = (torch.float16, torch.bfloat16) if ctx.cuda else (torch.float32,)
+    checks = []
+    for label, source, correct in (("correct", CORRECT_SUBMISSION, True),
+                                   ("buggy", BUGGY_SUBMISSION, False)):
+        started = time.perf_counter()
+        report = grade_source(source, "sdpa", seed=ctx.seed, device=device).to_dict()
+        seconds = time.perf_counter() - started
+        full = report["score"] == report["max_score"]
+        failed = [c["id"] for c in report["checks"] if not c["passed"]]
+        checks.append(Check(
+            "grading", f"{label}: grade_source on {ctx.device.type}",
+            "pass" if full == correct else "fail",
+            f"{report['score']:g}/{report['max_score']:g} in {seconds:.1f} s"
+            + (f", failed {', '.join(failed[:4])}" if failed else ""),
+            "full marks" if correct else "less than full marks",
+            data={"report": report, "seconds": seconds}))
+        with Session(source, "scaled_dot_product_attention", device=device) as session:
+            loaded = session.load()
+            suite = run_gpu_suite(session, device, dtypes=dtypes, seed=ctx.seed) \
+                if loaded.ok else []
+        scored = [c for c in suite if c["max_points"] > 0]
+        suite_ok = bool(scored) and all(c["passed"] for c in scored)
+        expected = correct or not ctx.cuda  # float32 on the CPU cannot overflow like float16
+        checks.append(Check(
+            "grading", f"{label}: GPU suite ({', '.join(str(d).split('.')[-1] for d in dtypes)})",
+            "pass" if suite_ok == expected else "fail",
+            "; ".join(f"{c['id']} {'ok' if c['passed'] else 'FAIL'}" for c in scored)
+            or "not loaded", "all pass" if expected else "a float16 check fails",
+            data={"checks": suite}))
+        timing = next((c for c in suite if c["id"] == "gpu.timing"), None)
+        if timing is not None:
+            checks.append(Check("grading", f"{label}: speed (0 points)", "info",
+                                timing["message"].split(": ", 1)[-1], "reported only",
+                                data=timing["details"]))
+    return checks
+
+
 STEPS: list[tuple[str, Callable[[Context], list[Check]]]] = [
     ("environment", step_environment),
     ("accuracy", step_accuracy),
     ("fully-masked", step_fully_masked),
     ("experiments", step_experiments),
     ("timing", step_timing),
+    ("grading", step_grading),
 ]
 
 
