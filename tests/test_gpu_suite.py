@@ -177,3 +177,20 @@ def test_a_task_that_prefers_a_gpu_falls_back_to_the_cpu_queue(service):
     assert cpu.run_once(["cpu"]) == "done" and devices == ["cpu"]
     with session_factory(service.engine)() as session:
         assert [session.get(GradingJob, j).queue for j in (early, late)] == ["gpu", "cpu"]
+
+
+def test_gpu_check_grading_step_runs_on_the_cpu(tmp_path):
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("gpu_check_grading",
+                                                  ROOT / "benchmarks" / "gpu_check.py")
+    gpu_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_check)
+    assert gpu_check.main(["--quick", "--steps", "grading", "--device", "cpu",
+                           "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "gpu_check.json").read_text())
+    names = {c["name"]: c["status"] for c in report["checks"]}
+    assert names["correct: grade_source on cpu"] == "pass"
+    assert names["buggy: grade_source on cpu"] == "pass"  # lost points, as it should
+    assert names["correct: speed (0 points)"] == "info"
