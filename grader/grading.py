@@ -200,9 +200,28 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
             return _finish(report, session, fail_load("load.signature", problem, {"parameters": loaded.params}))
         add("load.signature", True, "the signature accepts every argument the task passes")
         _run_checks(report, session, t, secret, device, add, progress, total)
+        if task == "sdpa" and str(device).startswith("cuda"):
+            add_gpu_suite(report, session, device, secret)
         _finish(report, session, report)
     report.timings["total_s"] = round(time.monotonic() - started, 3)
     return report
+
+
+def add_gpu_suite(report, session, device, seed, dtypes=None) -> None:
+    """On a GPU, add the float16/bfloat16 checks and the timing, reported with 0 points.
+
+    They are never part of the score: max_score stays 100 on every device, so the same
+    file scores the same on a CPU and a GPU host. Skipped when built-in attention was found.
+    """
+    from .checks.gpu_suite import run_gpu_suite
+
+    if any(c.id.startswith("forbidden.") and c.details.get("detected") for c in report.checks):
+        return
+    kwargs = {"dtypes": dtypes} if dtypes is not None else {}
+    started = time.monotonic()
+    for c in run_gpu_suite(session, device, seed=seed, points=0.0, **kwargs):
+        report.checks.append(CheckResult(c["id"], c["passed"], 0, 0, c["message"], c["details"]))
+    report.timings["gpu_suite_s"] = round(time.monotonic() - started, 3)
 
 
 def _finish(report, session, result):

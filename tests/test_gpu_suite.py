@@ -84,6 +84,31 @@ def test_a_wrong_formula_fails_with_the_difference_and_an_upcast_is_named():
     assert not upcast["passed"] and "returns float32" in upcast["message"]
 
 
+def test_grade_report_gains_the_suite_as_reported_only_checks():
+    from grader.grading import GradeReport, add_gpu_suite
+
+    report = GradeReport(task="sdpa", checks=[])
+    with Session(UNSHIFTED, "scaled_dot_product_attention", level="auto") as session:
+        assert session.load().ok
+        add_gpu_suite(report, session, "cpu", seed=3, dtypes=(torch.float16,))
+    ids = [c.id for c in report.checks]
+    assert ids == ["gpu.float16", "gpu.float16_masked", "gpu.float16_large_logits", "gpu.timing"]
+    assert all(c.points == 0 and c.max_points == 0 for c in report.checks)  # never in the score
+    assert not next(c for c in report.checks if c.id == "gpu.float16_large_logits").passed
+    assert report.timings["gpu_suite_s"] > 0
+
+
+@pytest.mark.gpu
+def test_grading_on_cuda_adds_the_suite_and_keeps_the_score_out_of_it():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from grader.grading import grade_source
+
+    report = grade_source(CORRECT, "sdpa", seed=1, device="cuda").to_dict()
+    assert report["score"] == report["max_score"] == 100
+    assert {"gpu.float16", "gpu.bfloat16", "gpu.timing"} <= {c["id"] for c in report["checks"]}
+
+
 @pytest.mark.gpu
 def test_half_precision_on_cuda():
     if not torch.cuda.is_available():

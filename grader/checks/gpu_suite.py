@@ -15,7 +15,7 @@ there) and returns check dicts in the grade report's shape (``id``, ``passed``, 
   fused ``F.scaled_dot_product_attention`` on the same inputs, 0 points. The submission's time
   is measured from the trusted side around a sandbox call, so it includes moving the inputs
   and the output (as the reference's and torch's timings do: same-sized transfers, measured
-  the same way); the child's own unsynchronised call time is in the details.
+  the same way); the child's own call time (synchronised on CUDA) is in the details.
 
 ``dtypes`` defaults to float16 and bfloat16; tests on a machine without a GPU pass
 ``dtypes=(torch.float32,)`` to exercise the same code on the CPU. Nothing here imports the web

@@ -166,6 +166,8 @@ def call(req: dict) -> dict:
                 out = STATE["fn"](*args, **kwargs)
         else:
             out = STATE["fn"](*args, **kwargs)
+        if device.type == "cuda":  # kernels run asynchronously: time them, not their launch
+            torch.cuda.synchronize(device)
     except BaseException as exc:
         return _error("call", exc)
     elapsed = time.perf_counter() - start
