@@ -94,9 +94,10 @@ def _print_report(report, file, seed):
             console.print(f"[bold]{c.id}[/]: your traceback")
             console.print(Text(tb))
             break
-    if report.student_stdout.strip():
-        console.print("[dim]your code printed:[/]")
-        console.print(report.student_stdout.strip()[-1500:], markup=False, highlight=False)
+    for stream, text in (("stdout", report.student_stdout), ("stderr", report.student_stderr)):
+        if text.strip():  # warnings land on stderr: a student should see them too
+            console.print(f"[dim]your code printed (on {stream}):[/]")
+            console.print(text.strip()[-1500:], markup=False, highlight=False)
     colour = "green" if report.passed else "red"
     console.print(f"[bold {colour}]score {report.score}/{report.max_score}[/] "
                   f"({'all scored checks passed' if report.passed else 'some checks failed'})")

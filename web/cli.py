@@ -90,6 +90,16 @@ def serve(host, port, workers, threads, demo):
     workers = config["WORKERS"] if workers is None else workers
     if workers:
         _sandbox_preflight(config)
+    # Bind the port before starting workers, so a port in use is one clear line, not a
+    # traceback after workers were already forked. Behind a proxy (TRUSTED_PROXIES) the
+    # app's ProxyFix reads X-Forwarded-For, which waitress would otherwise strip.
+    try:
+        server = waitress.create_server(
+            app, host=host, port=port, threads=threads, ident="attn-grader",
+            clear_untrusted_proxy_headers=not app.config.get("TRUSTED_PROXIES"))
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+                                   " (is another server using it? pick one with --port)")
     supervisor = Supervisor(config, worker_specs(workers))
     supervisor.start()
     mode = "Dramatiq via " + config["BROKER_URL"] if config["BROKER_URL"] else "database queue"
@@ -99,12 +109,7 @@ def serve(host, port, workers, threads, demo):
         click.echo(accounts.describe())
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        # Behind a proxy (ATTN_GRADER_TRUSTED_PROXIES) the app's ProxyFix reads
-        # X-Forwarded-For; waitress would otherwise strip it before the app sees it.
-        behind_proxy = app.config.get("TRUSTED_PROXIES") or \
-            os.environ.get("ATTN_GRADER_TRUSTED_PROXIES", "0") not in ("", "0")
-        waitress.serve(app, host=host, port=port, threads=threads, ident="attn-grader",
-                       clear_untrusted_proxy_headers=not behind_proxy, _quiet=True)
+        server.run()
     except KeyboardInterrupt:
         pass
     finally:

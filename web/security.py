@@ -153,6 +153,7 @@ def init_app(app: Flask) -> None:
 
     proxies = app.config.get("TRUSTED_PROXIES",
                              int(os.environ.get("ATTN_GRADER_TRUSTED_PROXIES", "0") or 0))
+    app.config["TRUSTED_PROXIES"] = proxies  # serve reads it too (waitress keeps the headers)
     if proxies:
         from werkzeug.middleware.proxy_fix import ProxyFix
 

@@ -1,7 +1,7 @@
 """What every check shares: its result, its failures, and the context it calls the submission through.
 
-A check is a function ``fn(ctx) -> Outcome | str | None``: returning normally means it
-passed (a string or Outcome carries the message), raising :class:`Fail` means the
+A check is a function ``fn(ctx) -> str | (str, details) | None``: returning normally means it
+passed (the string is its message), raising :class:`Fail` means the
 submission is wrong in the way the message says, and :class:`StudentFailure` is
 raised for it when the student's code itself crashed, hung or raised.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -68,18 +68,10 @@ def clean_traceback(traceback: str) -> str:
 
 
 @dataclass
-class Outcome:
-    passed: bool
-    message: str
-    details: dict = field(default_factory=dict)
-
-
-@dataclass
 class Check:
     id: str
     fn: Callable
     weight: int = 1
-    needs: tuple = ()         # ids that must have passed, else this check is skipped as failed
 
     @property
     def family(self) -> str:

@@ -8,18 +8,13 @@ from ..models import Assignment, Course, Enrollment, User
 
 DEFAULT_COURSE_SLUG = "attention"
 DEFAULT_COURSE_TITLE = "Attention chapter"
-# Used only when the grader's task registry cannot be imported (it always can in a full
-# install); keeps the course usable and its ids stable.
-FALLBACK_TASKS = (("sdpa", "Scaled dot-product attention"), ("mha", "Multi-head attention"))
 
 
 def chapter_tasks() -> list[tuple[str, str]]:
     """(task id, title) for every task the grader knows, in its order."""
-    try:
-        from grader.tasks import TASKS
-    except ImportError:
-        return list(FALLBACK_TASKS)
-    return [(task_id, getattr(task, "title", task_id)) for task_id, task in TASKS.items()]
+    from grader.tasks import TASKS
+
+    return [(task_id, task.title) for task_id, task in TASKS.items()]
 
 
 # The demo course's quiz: one or two questions per topic of the chapter and every kind of
@@ -35,15 +30,11 @@ CHAPTER_QUIZ = (
 
 def chapter_question_ids() -> list[str]:
     """The chapter quiz's question ids that the bank has (all of the bank if none match)."""
-    try:
-        from questions import load_bank
-    except ImportError:
-        return []
+    from questions import load_bank
+
     bank = load_bank()
-    items = bank.values() if isinstance(bank, dict) else bank
-    ids = [getattr(q, "id", None) or q["id"] for q in items]
-    chosen = [qid for qid in CHAPTER_QUIZ if qid in ids]
-    return chosen or ids
+    chosen = [qid for qid in CHAPTER_QUIZ if qid in bank]
+    return chosen or [q.id for q in bank]
 
 
 def default_course(session: Session) -> Course | None:
