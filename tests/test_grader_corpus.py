@@ -50,7 +50,8 @@ def test_verdict(corpus_reports, path):
     report = corpus_reports[path]
     family = expected_family(path)
     scored = [c for c in report["checks"] if c["max_points"] > 0]
-    internal = [c["id"] for c in report["checks"] if "internal_error" in c["details"]]
+    internal = {c["id"]: c["details"]["internal_error"] for c in report["checks"]
+                if "internal_error" in c["details"]}
     assert not internal, f"grader errors in {internal}"
     assert sum(c["max_points"] for c in report["checks"]) == report["max_score"] == 100
     assert len(json.dumps(report)) < 200_000
