@@ -42,11 +42,21 @@ class Zygote:
         self.sock = parent
         cmd = zygote_command(child.fileno(), wall=wall, gpu=gpu, tmp_size=tmp_size)
         from .wall import zygote_env
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, pass_fds=(child.fileno(),), env=zygote_env(),
-                                     cwd="/", start_new_session=True)
-        child.close()
-        self.log = OutputCapture(self.proc.stderr.fileno(), 64 * 1024)
+        # Our own pipe, not stderr=PIPE: the capture closes its fd when the zygote exits, and a
+        # Popen-owned file object would close the same number again when garbage-collected,
+        # by then perhaps another thread's fd (a run's pipe or cgroup handle).
+        log_r, log_w = os.pipe()
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=log_w, pass_fds=(child.fileno(),), env=zygote_env(),
+                                         cwd="/", start_new_session=True)
+        except BaseException:
+            os.close(log_r)
+            raise
+        finally:
+            os.close(log_w)
+            child.close()
+        self.log = OutputCapture(log_r, 64 * 1024)
         self.log.start()
         self.sock.settimeout(START_TIMEOUT)
         try:
