@@ -246,8 +246,10 @@ class RunCgroup:
                 return False
             time.sleep(0.002)
 
-    def remove(self, timeout: float = 5.0) -> None:
+    def remove(self, timeout: float = 5.0) -> bool:
+        """Remove the run's directories (killing stragglers); False if one is still busy."""
         deadline = time.monotonic() + timeout
+        gone = True
         for d in self.dirs:
             while True:
                 try:
@@ -257,9 +259,24 @@ class RunCgroup:
                     break
                 except OSError:  # EBUSY: an exiting task is still being torn down
                     if time.monotonic() > deadline:
+                        gone = False
                         break
                     self.kill(0.5)
                     time.sleep(0.005)
+        return gone
+
+    def describe(self) -> str:
+        """What still holds the run (for the log when it cannot be removed): pid, state, command."""
+        held = []
+        for pid in sorted(self.pids()):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    stat = f.read()
+                comm, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2]
+            except (OSError, ValueError, IndexError):
+                comm, state = "?", "gone"
+            held.append(f"{pid} {state} {comm}")
+        return f"{self.dirs[0]}: " + (", ".join(held) if held else "no processes listed")
 
 
 def _write(directory: str, name: str, value, optional: bool = False) -> None:

@@ -182,27 +182,35 @@ class StrictChild:
         self.cpu, self.closed, self.oom, self.pids_hit = 0.0, False, False, False
         version, bases = detect()
         self.slot = Slot()
-        self.cgroup = RunCgroup(version, bases, limits.memory_bytes, limits.processes)
-        pipes = [os.pipe() for _ in range(5)]  # request, response, stdout, stderr, status
-        names = sorted(os.listdir(submission_dir)) if submission_dir else []
-        names = [n for n in names if os.path.isfile(os.path.join(submission_dir, n))][:8]
-        child_ends = [pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1], pipes[4][1]]
-        extra = self.cgroup.join_fds() + [os.open(os.path.join(submission_dir, n), os.O_RDONLY | os.O_CLOEXEC)
-                                          for n in names]
-        cuda = device.startswith("cuda")
-        request = {"uid": self.slot.uid, "n_cgroup": len(self.cgroup.dirs), "files": names,
-                   "tmp_size": limits.tmp_size, "device": device, "warm": warm, "threads": threads,
-                   "env": child_env(device, threads),
-                   "rlimits": {"cpu": int(limits.cpu_seconds), "fsize": limits.file_size,
-                               "nofile": limits.open_files, "nproc": limits.processes, "core": 0,
-                               # CUDA reserves huge private mappings; the cgroup caps its memory instead.
-                               "data": None if cuda else limits.memory_bytes}}
         try:
+            self.cgroup = RunCgroup(version, bases, limits.memory_bytes, limits.processes)
+        except BaseException:
+            self.slot.release()
+            raise
+        # Anything failing from here on (fds exhausted, the zygote lost) hands the run to the
+        # janitor, which kills whatever started and removes the cgroup: nothing is left behind.
+        pipes, extra = [], []
+        try:
+            for _ in range(5):  # request, response, stdout, stderr, status
+                pipes.append(os.pipe())
+            names = sorted(os.listdir(submission_dir)) if submission_dir else []
+            names = [n for n in names if os.path.isfile(os.path.join(submission_dir, n))][:8]
+            child_ends = [pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1], pipes[4][1]]
+            extra += self.cgroup.join_fds()
+            extra += [os.open(os.path.join(submission_dir, n), os.O_RDONLY | os.O_CLOEXEC) for n in names]
+            cuda = device.startswith("cuda")
+            request = {"uid": self.slot.uid, "n_cgroup": len(self.cgroup.dirs), "files": names,
+                       "tmp_size": limits.tmp_size, "device": device, "warm": warm, "threads": threads,
+                       "env": child_env(device, threads),
+                       "rlimits": {"cpu": int(limits.cpu_seconds), "fsize": limits.file_size,
+                                   "nofile": limits.open_files, "nproc": limits.processes, "core": 0,
+                                   # CUDA reserves huge private mappings; the cgroup caps its memory instead.
+                                   "data": None if cuda else limits.memory_bytes}}
             self.pid = zygote.spawn(request, child_ends + extra)
         except BaseException:
-            for r, w in pipes:
-                os.close(r)
-                os.close(w)
+            for pair in pipes:
+                for fd in pair:
+                    os.close(fd)
             self._cleanup_cgroup()
             raise
         finally:
@@ -329,9 +337,7 @@ class StrictChild:
 
     def _cleanup_cgroup(self) -> None:
         self.closed = True
-        self.cgroup.kill()
-        self.cgroup.remove()
-        self.slot.release()
+        janitor.submit(self.cgroup, self.slot)  # kills whatever started, removes, frees the uid
 
     def stdout_text(self) -> str:
         return self.out.text()

@@ -24,7 +24,7 @@ class WarmPool:
         self.wall, self.gpu, self.limits, self.device, self.size = wall, gpu, limits, device, size
         self.ready: list[StrictChild] = []
         self.pending = 0
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()  # notified when a pending spawn ends (close waits for them)
         self.closed = False
 
     def _spawn(self) -> StrictChild:
@@ -43,6 +43,7 @@ class WarmPool:
                 child = None
             with self.lock:
                 self.pending -= 1
+                self.lock.notify_all()
                 if child is None:
                     return
                 if self.closed:
@@ -63,22 +64,27 @@ class WarmPool:
                         raise
                     continue  # get_zygote starts a fresh one on the next attempt
             threading.Thread(target=self.refill, daemon=True).start()
-            error = child.wait_ready(timeout)
-            if error is None:
-                try:
+            try:
+                error = child.wait_ready(timeout)
+                if error is None:
                     child.attach(submission_dir, timeout)
                     return child
-                except (OSError, wire.WireError) as exc:
-                    error = str(exc)
+            except (OSError, wire.WireError) as exc:
+                error = str(exc)
+            except BaseException:
+                child.kill()  # never leave a walled-in worker (and its cgroup) behind
+                raise
             child.kill()
             if attempt:
                 raise SandboxUnavailable(f"the pre-warmed worker could not start: {error}")
         raise AssertionError("unreachable")
 
-    def close(self) -> None:
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop the pool; a spawn already under way is waited for, so nothing starts after this."""
         with self.lock:
             self.closed = True
             children, self.ready = self.ready, []
+            self.lock.wait_for(lambda: self.pending == 0, timeout)
         for child in children:
             child.kill()
 

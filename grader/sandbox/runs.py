@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import tempfile
 import threading
@@ -9,6 +10,8 @@ import time
 
 from .backends import SandboxUnavailable
 from .cgroups import RunCgroup
+
+log = logging.getLogger(__name__)
 
 UID_BASE = int(os.environ.get("ATTN_GRADER_SANDBOX_UID_BASE", "60000"))
 UID_SLOTS = int(os.environ.get("ATTN_GRADER_SANDBOX_UID_SLOTS", "1000"))
@@ -44,49 +47,96 @@ class Slot:
 
 
 class Janitor:
-    """Finishes teardown off the grading path: stragglers killed, cgroup removed, uid freed."""
+    """Finishes teardown off the grading path: stragglers killed, cgroup removed, uid freed.
+
+    A run whose cgroup cannot be removed yet (a process slow to die: D state, a loaded host)
+    is kept and retried every second rather than forgotten: a forgotten cgroup would stay
+    until the grader process exits.
+    """
+
+    RETRY_SECONDS = 1.0
 
     def __init__(self):
         self.queue: list = []
+        self.lingering: list = []  # (cgroup, slot, first failure time) whose removal is retried
         self.cond = threading.Condition()
         self.thread = None
 
     def submit(self, cgroup: RunCgroup, slot: Slot, captures=(), status_fd: int = -1) -> None:
         with self.cond:
             self.queue.append((cgroup, slot, captures, status_fd))
-            if self.thread is None or not self.thread.is_alive():
-                self.thread = threading.Thread(target=self._run, name="sandbox-janitor", daemon=True)
-                self.thread.start()
+            self._start()
             self.cond.notify_all()
+
+    def _start(self) -> None:
+        if self.thread is None or not self.thread.is_alive():
+            self.thread = threading.Thread(target=self._run, name="sandbox-janitor", daemon=True)
+            self.thread.start()
 
     def _run(self) -> None:
         while True:
             with self.cond:
                 while not self.queue:
+                    if self.lingering:
+                        self.cond.wait(self.RETRY_SECONDS)
+                        break
                     if not self.cond.wait(5.0):
                         self.thread = None
                         return
-                cgroup, slot, captures, status_fd = self.queue[0]
-            try:
-                cgroup.kill()
-                for capture in captures:
-                    capture.join(5.0)  # EOF once the run's last process is gone
-                cgroup.remove()
-                if status_fd >= 0:
+                item = self.queue[0] if self.queue else None
+            if item is not None:
+                self._tear_down(*item)
+            self._retry_lingering()
+
+    def _tear_down(self, cgroup: RunCgroup, slot: Slot, captures, status_fd: int) -> None:
+        removed = False
+        try:
+            cgroup.kill()
+            for capture in captures:
+                capture.join(5.0)  # EOF once the run's last process is gone
+            removed = cgroup.remove()
+        except Exception:  # noqa: BLE001 - the janitor must outlive any one run's surprise
+            log.exception("sandbox: tearing down %s failed", cgroup.dirs)
+        finally:
+            if status_fd >= 0:
+                try:
                     os.close(status_fd)
-            finally:
-                slot.release()  # the uid is reused only once nothing of this run is left
-                with self.cond:
-                    self.queue.pop(0)
+                except OSError:
+                    pass
+            with self.cond:
+                if removed:
+                    slot.release()  # the uid is reused only once nothing of this run is left
+                else:
+                    log.warning("sandbox: run cgroup not removable yet, will retry: %s", cgroup.describe())
+                    self.lingering.append((cgroup, slot, time.monotonic()))
+                self.queue.pop(0)
+                self.cond.notify_all()
+
+    def _retry_lingering(self) -> None:
+        with self.cond:
+            waiting = list(self.lingering)
+        for entry in waiting:
+            cgroup, slot, since = entry
+            try:
+                removed = cgroup.remove(timeout=0.2)
+            except Exception:  # noqa: BLE001
+                removed = False
+            with self.cond:
+                if removed:
+                    self.lingering.remove(entry)
+                    slot.release()
+                    log.warning("sandbox: run cgroup removed after %.1f s: %s",
+                                time.monotonic() - since, cgroup.dirs[0])
                     self.cond.notify_all()
 
     def drain(self, timeout: float = 10.0) -> bool:
         """Wait until every finished run is fully torn down (tests, shutdown)."""
         deadline = time.monotonic() + timeout
         with self.cond:
-            while self.queue:
+            while self.queue or self.lingering:
+                self._start()  # a lingering run is retried only while the thread runs
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                self.cond.wait(left)
+                self.cond.wait(min(left, self.RETRY_SECONDS))
         return True
