@@ -82,6 +82,12 @@ def host(tmp_path_factory):
     os.environ.pop("ATTN_GRADER_TEST_SECRET", None)
 
 
+@pytest.fixture(autouse=True)
+def runs_before(host):
+    """Run cgroups that were already there: each test answers for the runs it started itself."""
+    host["runs_before"] = set(cgroups.leftover_runs())
+
+
 def _source(name: str, host: dict) -> bytes:
     with open(os.path.join(HOSTILE, name + ".py"), "rb") as f:
         src = f.read()
@@ -160,7 +166,8 @@ def assert_contained(host: dict, texts: list[str]) -> None:
     while _slot_processes() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _slot_processes() == []
-    assert forkserver.drain() and cgroups.leftover_runs() == []
+    assert forkserver.drain(), forkserver.janitor.lingering and forkserver.janitor.lingering[0][0].describe()
+    assert set(cgroups.leftover_runs()) - host["runs_before"] == set()
     with pytest.raises(BlockingIOError):
         host["listener"].accept()
     assert _files_digest(host["watched"]) == host["digest"]
