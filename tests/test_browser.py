@@ -205,6 +205,9 @@ def test_student_answers_the_quiz_in_russian(server, student_page):
     page, base = student_page, server["base"]
     page.goto(base + "/")
     page.click(".assignment:has-text('quiz') >> text=Open quiz")
+    # The select submits itself from a deferred script: choosing before that script has run (a
+    # loaded CI machine, never a person) would change the value with nobody listening.
+    page.wait_for_load_state()
     page.select_option("#lang", "ru")  # switches by itself (the button is the no-JS path)
     page.wait_for_selector("html[lang=ru]")
     page.click("button:has-text('Start')")
@@ -245,6 +248,7 @@ def test_instructor_sees_scores_grades_free_text_and_exports_csv(server):
     assert "100" in row.inner_text()
     page.fill("#q", "grace")
     page.click("button:has-text('Filter')")
+    page.wait_for_url("**q=grace*")
     assert page.locator("#score-matrix tbody tr").count() == 1
     shot(page, "09-instructor-scores")
     phone_shot(server, context.storage_state(), base + "/instructor/", "09b-instructor-scores-phone")
