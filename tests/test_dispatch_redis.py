@@ -28,7 +28,8 @@ def scaled(service, redis_url):
         env=env_for(config, ATTN_TEST_GRADE_LOG=log), cwd=ROOT, start_new_session=True)
     yield app, service, log
     os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(30)
+    # The supervisor gives its workers 30 s to finish before SIGKILL (Supervisor.stop): wait past that.
+    proc.wait(30 + 15)
 
 
 def _jobs(engine):

@@ -35,7 +35,8 @@ def server(service):
     wait_until(up, timeout=60, what="the server to answer")
     yield url, service, log, output
     proc.terminate()
-    proc.wait(30)
+    # serve's supervisor gives its workers 30 s to finish before SIGKILL (Supervisor.stop): wait past that.
+    proc.wait(30 + 15)
 
 
 def test_concurrent_clients_every_submission_graded_exactly_once(server):
