@@ -59,6 +59,7 @@ class Janitor:
     def __init__(self):
         self.queue: list = []
         self.lingering: list = []  # (cgroup, slot, first failure time) whose removal is retried
+        self._last_retry = 0.0
         self.cond = threading.Condition()
         self.thread = None
 
@@ -103,17 +104,22 @@ class Janitor:
                     os.close(status_fd)
                 except OSError:
                     pass
+            if not removed:
+                log.warning("sandbox: run cgroup not removable yet, will retry: %s", cgroup.describe())
             with self.cond:
                 if removed:
                     slot.release()  # the uid is reused only once nothing of this run is left
                 else:
-                    log.warning("sandbox: run cgroup not removable yet, will retry: %s", cgroup.describe())
                     self.lingering.append((cgroup, slot, time.monotonic()))
                 self.queue.pop(0)
                 self.cond.notify_all()
 
     def _retry_lingering(self) -> None:
+        """One more try for each lingering run, at most every RETRY_SECONDS (not after every run)."""
         with self.cond:
+            if time.monotonic() - self._last_retry < self.RETRY_SECONDS:
+                return
+            self._last_retry = time.monotonic()
             waiting = list(self.lingering)
         for entry in waiting:
             cgroup, slot, since = entry
