@@ -252,29 +252,16 @@ def step_timing(ctx: Context) -> list[Check]:
 
 # --- grading on the device ----------------------------------------------------------------------
 
-CORRECT_SUBMISSION = '''import math
-import torch
-
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, scale=None):
-    scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = query @ key.transpose(-2, -1) * scale
-    if is_causal:
-        keep = torch.ones(scores.shape[-2], scores.shape[-1], dtype=torch.bool,
-                          device=scores.device).tril()
-        scores = scores.masked_fill(~keep, float("-inf"))
-    if attn_mask is not None:
-        if attn_mask.dtype == torch.bool:
-            scores = scores.masked_fill(~attn_mask, float("-inf"))
-        else:
-            scores = scores + attn_mask
-    weights = torch.softmax(scores, dim=-1)
-    return torch.nan_to_num(weights, nan=0.0) @ value
-'''
-# Right formula, but exp() of scores that were never shifted by the row maximum: overflows.
+# The corpus's textbook implementation (full marks), and the same file with one bug: exp() of
+# scores never shifted by the row maximum, which overflows in float16.
+CORPUS_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "tests", "corpus", "sdpa", "correct", "matmul_softmax.py")
+with open(CORPUS_FILE, encoding="utf-8") as _f:
+    CORRECT_SUBMISSION = _f.read()
+_SOFTMAX = "torch.softmax(scores, dim=-1)"
+assert _SOFTMAX in CORRECT_SUBMISSION, f"{CORPUS_FILE} no longer calls {_SOFTMAX}"
 BUGGY_SUBMISSION = CORRECT_SUBMISSION.replace(
-    "weights = torch.softmax(scores, dim=-1)",
-    "weights = scores.exp() / scores.exp().sum(-1, keepdim=True)")
+    _SOFTMAX, "(scores.exp() / scores.exp().sum(-1, keepdim=True))")
 
 
 def step_grading(ctx: Context) -> list[Check]:
