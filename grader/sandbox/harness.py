@@ -7,7 +7,9 @@ captures and caps, so nothing the student prints can pass for a result.
 
 Everything in this process is untrusted once the student file is imported: the
 parent compares results against its own reference and never trusts a verdict from
-here. The operator trace below is an aid to detection, not a security boundary.
+here. Before the student's file runs, ``disarm`` switches torch's own attention off
+(the defence); the operator trace and the list of blocked attempts sent with each
+answer are aids to diagnosis, not a security boundary.
 """
 import importlib.util
 import inspect
@@ -20,8 +22,8 @@ REQUEST_FD, RESPONSE_FD = 3, 4
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _load_wire():
-    spec = importlib.util.spec_from_file_location("_attn_wire", os.path.join(HERE, "wire.py"))
+def _load_sibling(name: str, filename: str):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, filename))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -31,10 +33,12 @@ import torch  # noqa: E402  (after the path-only wire loader on purpose)
 from torch.overrides import TorchFunctionMode  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
-wire = _load_wire()
+wire = _load_sibling("_attn_wire", "wire.py")
+disarm = _load_sibling("_attn_disarm", "disarm.py")
 STATE = {"fn": None, "path": None, "sources": {}}
 _EQUAL = torch.equal  # taken before the student's file runs: patching torch.equal cannot hide a mutation
-BLOCKED = ("reference_impl", "grader")  # the grader's own packages are not for submissions
+# The grader's own packages, and libraries that ship ready-made attention, are not for submissions.
+BLOCKED = ("reference_impl", "grader", "flash_attn", "xformers", "transformers", "x_transformers", "timm")
 
 
 class _BlockedImports:
@@ -56,7 +60,8 @@ class OpRecorder(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         module = getattr(func, "__module__", None) or "Tensor"
-        self.names.add(module + "." + getattr(func, "__name__", str(func)))
+        if module != "submission":  # the student's own functions dispatch here too; names are not evidence
+            self.names.add(module + "." + getattr(func, "__name__", str(func)))
         return func(*args, **(kwargs or {}))
 
 
@@ -110,6 +115,7 @@ def _import_from_memory(path: str, source: bytes):
 
 def load(req: dict) -> dict:
     STATE["path"] = req["path"]
+    disarm.disarm()  # before any student code: torch's own attention raises from here on
     if not any(isinstance(f, _BlockedImports) for f in sys.meta_path):
         sys.meta_path.insert(0, _BlockedImports())
     try:
@@ -182,6 +188,8 @@ def call(req: dict) -> dict:
         if old.shape != new.shape or old.dtype != new.dtype or not _EQUAL(old, new.detach()):
             mutated.append(name)
     resp["mutated"] = mutated
+    if req.get("echo"):  # the inputs as they are after the call: the parent compares them itself
+        resp["inputs_after"] = [t.detach().as_subclass(torch.Tensor) for _, t in _tensors_in(args, kwargs)]
 
     grad_output = req.get("grad_output")
     if wrt and isinstance(out, torch.Tensor):
@@ -243,6 +251,7 @@ def serve() -> None:
             resp = handlers[op](req)
         except BaseException as exc:  # a harness-level failure, e.g. bad request
             resp = _error("harness", exc)
+        resp["blocked"] = list(disarm.ATTEMPTS[:20])  # built-in attention tried, in any thread
         try:
             sys.stdout.flush()
             sys.stderr.flush()

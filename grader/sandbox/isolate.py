@@ -153,6 +153,9 @@ DENIED = (
     "iopl", "ioperm", "modify_ldt", "lookup_dcookie", "fanotify_init", "kcmp", "personality",
     "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "mknod", "mknodat",
     "pidfd_getfd", "memfd_secret", "landlock_create_ruleset",
+    # No new programs: a fresh interpreter would have torch's attention switched back on
+    # (see disarm.py), and numerical code never needs to start one.
+    "execve", "execveat",
 )
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 

@@ -222,6 +222,7 @@ def main() -> None:
     try:
         torch.set_num_threads(1)
         harness.warm_up()   # the lazy imports (sympy under backward) happen here, once (P2)
+        harness.disarm.disarm()  # torch's own attention off in every child, paid once here
         import numpy  # noqa: F401  (students import it; make that free)
         PLAN, LD_CACHE = filesystem_plan(), ld_cache()
         SECCOMP = isolate.seccomp_program()

@@ -1,0 +1,184 @@
+"""Switch torch's own attention off inside the sandboxed child, before the student's file runs.
+
+Loaded by path by the harness (stdlib + torch only, like ``wire.py``). Two layers:
+
+* **Dispatcher kernels.** Every aten operator that computes attention (the fused SDPA
+  kernels, the math fallback, native multi-head attention, the encoder-layer fast path)
+  gets a kernel that raises, registered for the CPU and CUDA keys (or the composite key
+  the operator is defined by). The dispatcher is process-wide, so this holds in every
+  thread, under ``DisableTorchFunction``, through ``torch.ops`` and ``torch._C`` paths.
+  The registration object is then made unreachable from Python (one reference held from
+  C, none from any Python object), so the student cannot find it to undo it.
+* **Python implementations.** Functions and modules in torch that compute attention in
+  plain Python (``F.multi_head_attention_forward`` with ``need_weights=True``,
+  ``nn.MultiheadAttention``, the ``nn.Transformer*`` layers, flex attention's math path)
+  are replaced by raisers, in every torch module loaded now and in any loaded later.
+
+Each raiser records the attempt in ``ATTEMPTS`` (the harness reports it with every
+answer). That report is advisory, as everything from this process is; the block itself
+is the defence, and the parent has its own check (see ``grader/checks/forbidden.py``).
+"""
+import ctypes
+import re
+import sys
+import threading
+import warnings
+
+import torch
+
+# aten operators whose name marks them as attention (matched against every registered op).
+OP_PATTERN = re.compile(r"^aten::(.*(attention|sdpa|_sdp_|multi_head|transformer_encoder_layer).*"
+                        r"|_masked_softmax.*|_fused_sdp_choice)$")
+# Python-level names in torch modules that compute (or select) attention.
+NAME_PATTERN = re.compile(r"(attention|_attn|attn_|sdpa|scaled_dot|multi_head|multihead)", re.IGNORECASE)
+CLASS_NAMES = {"MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerDecoder",
+               "TransformerEncoderLayer", "TransformerDecoderLayer"}
+ROOTS = ("torch", "functorch")
+# Names that merely match the pattern but compute nothing (config flags, type names).
+KEEP = {"SDPBackend", "SDPAParams"}
+
+ATTEMPTS: list = []
+_LOCK = threading.Lock()
+_DONE = False
+
+
+class BuiltinAttentionDisabled(RuntimeError):
+    """Raised by every switched-off attention entry point."""
+
+
+def _raiser(name: str):
+    def blocked(*args, **kwargs):
+        with _LOCK:
+            if len(ATTEMPTS) < 100:
+                ATTEMPTS.append(name)
+        raise BuiltinAttentionDisabled(
+            f"{name} is torch's built-in attention, which is switched off while grading: "
+            f"write the attention yourself (matmul, softmax, matmul)")
+    blocked.__name__ = blocked.__qualname__ = "builtin_attention_disabled"
+    return blocked
+
+
+def _block_kernels() -> int:
+    lib = torch._C._dispatch_library("IMPL", "aten", "")
+    count = 0
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "overriding a previously registered kernel": that is the point
+        for full in torch._C._dispatch_get_all_op_names():
+            if not OP_PATTERN.match(full):
+                continue
+            op = full.split("::", 1)[1]
+            if has(full, "CompositeImplicitAutograd"):
+                keys = ["CompositeImplicitAutograd"]
+            else:
+                keys = ["CPU", "CUDA"] + [k for k in ("CompositeExplicitAutograd",) if has(full, k)]
+            for key in keys:
+                lib.impl(op, key, _raiser(full), False)
+                count += 1
+    # Keep the registration alive with a reference no Python object holds: gc cannot list it,
+    # so the student cannot reach it to reset it.
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(lib))
+    del lib
+    return count
+
+
+def _block_class(cls, label: str) -> None:
+    raiser = _raiser(label)
+
+    def init(self, *args, **kwargs):
+        raiser()
+
+    cls.__init__ = init
+    cls.forward = lambda self, *args, **kwargs: raiser()
+    cls.__call__ = lambda self, *args, **kwargs: raiser()
+
+
+def _disarm_module(module) -> None:
+    name = getattr(module, "__name__", "")
+    if not isinstance(name, str) or name.split(".")[0] not in ROOTS:
+        return
+    try:
+        items = list(vars(module).items())
+    except TypeError:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # reading deprecated attributes warns
+        for attr, value in items:
+            _disarm_attr(module, name, attr, value)
+
+
+def _disarm_attr(module, name: str, attr: str, value) -> None:
+    if attr in KEEP:
+        return
+    if isinstance(value, type):
+        if attr in CLASS_NAMES and value.__module__.startswith("torch.nn") \
+                and not getattr(value, "_attn_grader_blocked", False):
+            _block_class(value, f"torch.nn.{attr}")
+            value._attn_grader_blocked = True
+        return
+    if not (callable(value) and NAME_PATTERN.search(attr)):
+        return
+    owner = getattr(value, "__module__", None) or ""
+    if isinstance(owner, str) and owner and owner.split(".")[0] not in ROOTS:
+        return  # another package's object re-exported by torch: not torch's attention
+    try:
+        setattr(module, attr, _raiser(f"{name}.{attr}"))
+    except (AttributeError, TypeError):
+        pass
+
+
+class _DisarmOnImport:
+    """A meta-path hook: torch modules imported later are disarmed as soon as they finish loading."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        if fullname.split(".")[0] not in ROOTS:
+            return None
+        for finder in sys.meta_path:
+            if isinstance(finder, _DisarmOnImport) or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _Loader(spec.loader)
+                return spec
+        return None
+
+
+class _Loader:
+    def __init__(self, inner):
+        self.inner = inner
+
+    def create_module(self, spec):
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module):
+        self.inner.exec_module(module)
+        _disarm_module(module)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def disarm() -> int:
+    """Idempotent. Returns how many kernels were switched off (0 on later calls)."""
+    global _DONE
+    if _DONE:
+        return 0
+    _DONE = True
+    import torch.nn  # noqa: F401  (the modules whose names must be disarmed are loaded here)
+    import torch.nn.functional  # noqa: F401
+    count = _block_kernels()
+    for module in list(sys.modules.values()):
+        if module is not None:
+            _disarm_module(module)
+    for module in list(sys.modules.values()):  # importlib.reload re-runs a module through its spec's loader
+        spec = getattr(module, "__spec__", None)
+        if (getattr(module, "__name__", "") or "").split(".")[0] in ROOTS and spec is not None \
+                and hasattr(getattr(spec, "loader", None), "exec_module") and not isinstance(spec.loader, _Loader):
+            try:
+                spec.loader = _Loader(spec.loader)
+            except (AttributeError, TypeError):
+                pass
+    sys.meta_path.insert(0, _DisarmOnImport())
+    return count
