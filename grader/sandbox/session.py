@@ -15,8 +15,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import wire
+from . import answers, wire
 from .limits import Limits
+
+PROTOCOL_MESSAGE = ("your program wrote to the grader's answer channel (or tampered with the grader's "
+                    "side of the sandbox): {detail}. Only the function's return value is graded")
 
 
 @dataclass
@@ -40,7 +43,10 @@ class CallResult:
     mutated: list = field(default_factory=list)
     ops: list = field(default_factory=list)
     error: StudentError | None = None
-    elapsed: float = 0.0
+    elapsed: float = 0.0            # as the child measured it: advisory
+    wall: float = 0.0               # request sent to answer read, measured here
+    inputs_after: list | None = None
+    blocked: list = field(default_factory=list)
 
 
 @dataclass
@@ -48,6 +54,7 @@ class LoadResult:
     ok: bool
     params: list | None = None
     error: StudentError | None = None
+    blocked: list = field(default_factory=list)
 
 
 class Session:
@@ -65,17 +72,19 @@ class Session:
         self.backend = select_backend(level, self.limits, device)
         self.level = self.backend.level
         self.warnings: list[str] = list(self.backend.warnings)
-        self._dir = tempfile.mkdtemp(prefix="attn-sub-")
-        os.chmod(self._dir, 0o755)
+        # Only the grader's own user reads it: the plain child runs as that user, and the strict
+        # sandbox is handed the file's descriptor, so no other local account ever needs access.
+        self._dir = tempfile.mkdtemp(prefix="attn-sub-")  # 0700
         self.path = os.path.join(self._dir, filename)
-        with open(self.path, "wb") as f:  # bytes pass through untouched: a non-UTF-8 file fails to import
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with open(fd, "wb") as f:  # bytes pass through untouched: a non-UTF-8 file fails to import
             f.write(source if isinstance(source, bytes) else source.encode("utf-8", "surrogateescape"))
-        os.chmod(self.path, 0o644)
         self.child = None
         self._output = ["", ""]
         self.started_at = time.monotonic()
         self.restarts = 0
         self.last_load: LoadResult | None = None
+        self.protocol_violations: list[str] = []
 
     # -- lifecycle -------------------------------------------------------------------
     def __enter__(self) -> "Session":
@@ -124,11 +133,18 @@ class Session:
         return StudentError("timeout", f"the submission used up its total time limit "
                                        f"({self.limits.wall_seconds:g} s of wall-clock time for all calls)")
 
-    def _exchange(self, request: dict, deadline: float) -> dict | StudentError:
+    def _violation(self, detail: str) -> StudentError:
+        """A forged or malformed answer: the child's state is unknown, so it is replaced."""
+        self.protocol_violations.append(detail[:300])
+        if self.child is not None:
+            self._retire_child()
+        return StudentError("protocol", PROTOCOL_MESSAGE.format(detail=detail[:300]))
+
+    def _exchange(self, request: dict, deadline: float, max_bytes: int = wire.MAX_BYTES) -> dict | StudentError:
         """Send one request and read one answer; a dead or silent child becomes a StudentError."""
         try:
             wire.write_message(self.child.request_fd, request, deadline=deadline)
-            return wire.read_message(self.child.response_fd, deadline=deadline)
+            return wire.read_message(self.child.response_fd, deadline=deadline, max_bytes=max_bytes)
         except wire.WireTimeout:
             self.child.kill()
             status = self.child.describe_exit()
@@ -140,7 +156,8 @@ class Session:
             kind = "memory" if "memory" in status else "crash"
             if "closed" in str(exc) or isinstance(exc, (OSError, BrokenPipeError)):
                 return StudentError(kind, f"the submission's process ended unexpectedly ({status})")
-            return StudentError("protocol", f"the submission's process sent a malformed answer: {exc}")
+            self.protocol_violations.append(str(exc)[:300])
+            return StudentError("protocol", PROTOCOL_MESSAGE.format(detail=f"a malformed frame ({exc})"))
 
     # -- the two requests ------------------------------------------------------------
     def load(self) -> LoadResult:
@@ -154,26 +171,32 @@ class Session:
             self.restarts += self.last_load is not None
         answer = self._exchange({"op": "load", "path": self.child.path_of(self.path),
                                  "function": self.function}, self._deadline(self.limits.load_seconds))
+        if not isinstance(answer, StudentError):
+            try:
+                answer = answers.check_load(answer)
+            except answers.ProtocolViolation as exc:
+                answer = self._violation(str(exc))
         if isinstance(answer, StudentError):
             answer.kind = "import" if answer.kind == "crash" else answer.kind
             self.last_load = LoadResult(False, error=answer)
-        elif not answer.get("ok"):
+        elif not answer["ok"]:
             err = answer["error"]
             msg = err["message"]
             if err.get("defined"):
                 msg += f" (the file defines: {', '.join(err['defined'])})"
             self.last_load = LoadResult(False, error=StudentError(
-                "missing" if answer.get("stage") == "missing" else "import", msg,
-                err.get("traceback", ""), err.get("type", "")))
+                "missing" if answer["stage"] == "missing" else "import", msg, err["traceback"], err["type"]),
+                blocked=answer["blocked"])
         else:
-            self.last_load = LoadResult(True, params=answer.get("params"))
+            self.last_load = LoadResult(True, params=answer["params"], blocked=answer["blocked"])
         return self.last_load
 
     def call(self, *args, grad_output: torch.Tensor | None = None, wrt: tuple = (),
-             trace: bool = False, timeout: float | None = None, **kwargs) -> CallResult:
+             trace: bool = False, timeout: float | None = None, echo: bool = False, **kwargs) -> CallResult:
         """Run the student's function on ``args``/``kwargs`` (and backward, when ``wrt`` is given).
 
-        ``wrt`` lists the positional argument indices to differentiate with respect to.
+        ``wrt`` lists the positional argument indices to differentiate with respect to;
+        ``echo`` asks for the inputs back as they are after the call (``inputs_after``).
         """
         spent = self._out_of_time()
         if spent:
@@ -182,19 +205,27 @@ class Session:
             loaded = self.load()
             if not loaded.ok:
                 return CallResult(False, error=loaded.error)
-        request = {"op": "call", "args": list(args), "kwargs": kwargs, "device": self.device,
-                   "wrt": list(wrt), "grad_output": grad_output, "trace": trace}
-        answer = self._exchange(request, self._deadline(timeout))
+        args, wrt = list(args), list(wrt)
+        request = {"op": "call", "args": args, "kwargs": kwargs, "device": self.device,
+                   "wrt": wrt, "grad_output": grad_output, "trace": trace, "echo": echo}
+        started = time.perf_counter()
+        answer = self._exchange(request, self._deadline(timeout), answers.byte_budget(args, kwargs))
+        wall = time.perf_counter() - started
+        if not isinstance(answer, StudentError):
+            try:
+                answer = answers.check_call(answer, args, kwargs, wrt, echo)
+            except answers.ProtocolViolation as exc:
+                answer = self._violation(str(exc))
         if isinstance(answer, StudentError):
-            return CallResult(False, error=answer)
-        if not answer.get("ok"):
-            err = answer.get("error") or {}
-            return CallResult(False, error=StudentError(
-                "exception", err.get("message", "unknown error"), err.get("traceback", ""), err.get("type", "")))
-        output = answer.get("output")
+            return CallResult(False, error=answer, wall=wall)
+        if not answer["ok"]:
+            err = answer["error"]
+            return CallResult(False, error=StudentError("exception", err["message"] or "unknown error",
+                                                        err["traceback"], err["type"]),
+                              blocked=answer["blocked"], wall=wall)
         return CallResult(
-            True, output=output if isinstance(output, torch.Tensor) else None,
-            output_type=str(answer.get("output_type", "")), output_device=str(answer.get("output_device", "")),
-            requires_grad=bool(answer.get("requires_grad")), grads=answer.get("grads"),
-            grad_error=answer.get("grad_error"), mutated=list(answer.get("mutated") or []),
-            ops=list(answer.get("ops") or []), elapsed=float(answer.get("elapsed") or 0.0))
+            True, output=answer["output"], output_type=answer["output_type"],
+            output_device=answer["output_device"], requires_grad=answer["requires_grad"],
+            grads=answer["grads"], grad_error=answer["grad_error"], ops=answer["ops"],
+            elapsed=answer["elapsed"], wall=wall, inputs_after=answer["inputs_after"],
+            blocked=answer["blocked"])

@@ -55,16 +55,26 @@ def pack(obj, tensors: list) -> object:
     return obj
 
 
-def unpack(obj, tensors: list):
-    """Inverse of :func:`pack`."""
+MAX_DEPTH = 16  # no honest message nests deeper than a few levels
+
+
+def unpack(obj, tensors: list, depth: int = 0):
+    """Inverse of :func:`pack`; a reference to a tensor that was not sent is a :class:`WireError`."""
+    if depth > MAX_DEPTH:
+        raise WireError(f"message nested deeper than {MAX_DEPTH} levels")
     if isinstance(obj, dict):
         if set(obj) == {"$t"}:
-            return tensors[obj["$t"]]
+            index = obj["$t"]
+            if type(index) is not int or not 0 <= index < len(tensors):
+                raise WireError(f"reference to tensor {index!r:.20} that the frame does not carry")
+            return tensors[index]
         if set(obj) == {"$f"}:
+            if obj["$f"] not in ("nan", "inf", "-inf"):
+                raise WireError(f"bad float marker {obj['$f']!r:.20}")
             return float(obj["$f"])
-        return {k: unpack(v, tensors) for k, v in obj.items()}
+        return {k: unpack(v, tensors, depth + 1) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [unpack(v, tensors) for v in obj]
+        return [unpack(v, tensors, depth + 1) for v in obj]
     return obj
 
 
@@ -107,18 +117,19 @@ def read_message(fd: int, *, deadline: float | None = None, max_bytes: int = MAX
     (hlen,) = struct.unpack("<I", _read_exact(fd, 4, deadline))
     if hlen > MAX_HEADER:
         raise WireError(f"header of {hlen} bytes exceeds {MAX_HEADER}")
+    raw_header = _read_exact(fd, hlen, deadline)
     try:
-        header = json.loads(_read_exact(fd, hlen, deadline))
+        header = json.loads(raw_header)
         metas, body = header["tensors"], header["body"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise WireError(f"malformed header: {exc}") from None
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:  # RecursionError: deep nesting
+        raise WireError(f"malformed header: {type(exc).__name__}") from None
     if not isinstance(metas, list) or len(metas) > MAX_TENSORS:
         raise WireError("too many tensors")
     sizes, total = [], 0
     for m in metas:
         try:
             dtype, shape = DTYPES[m["dtype"]], m["shape"]
-        except (KeyError, TypeError):
+        except (KeyError, TypeError, IndexError):
             raise WireError(f"dtype not allowed: {m!r:.80}") from None
         if (not isinstance(shape, list) or len(shape) > MAX_NDIM
                 or not all(isinstance(d, int) and 0 <= d < 2**40 for d in shape)):
@@ -132,8 +143,11 @@ def read_message(fd: int, *, deadline: float | None = None, max_bytes: int = MAX
     for dtype, shape, nbytes in sizes:
         raw = bytearray(_read_exact(fd, nbytes, deadline)) if nbytes else bytearray()
         flat = torch.frombuffer(raw, dtype=dtype) if nbytes else torch.empty(0, dtype=dtype)
-        tensors.append(flat.reshape(shape).clone())
-    return unpack(body, tensors)
+        tensors.append(flat.reshape(shape))  # the bytearray is this tensor's own: no copy needed
+    message = unpack(body, tensors)
+    if not isinstance(message, dict):
+        raise WireError(f"a message is a JSON object, not {type(message).__name__}")
+    return message
 
 
 def write_message(fd: int, message: dict, *, deadline: float | None = None) -> None:
