@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from . import GRADER_VERSION
 from .checks.base import Context, Fail, StudentFailure, clean_traceback
+from .checks.forbidden import fresh_samples
 from .sandbox import Session
 from .tasks import TASKS
 
@@ -229,18 +230,59 @@ def _finish(report, session, result):
     return result
 
 
+# Families that pay only once the output checks show the function computes attention (a
+# function returning zeros or the mean of the values has rows that sum to 1, is batch-
+# independent and has consistent gradients, and must not earn those points).
+UNGATED = ("load", "forbidden", "output")
+
+
+def _run_one(ctx, check, add, per_check) -> bool | None:
+    """Run one check and record it; True/False its verdict, None when it crashed or hung."""
+    ctx.start(check.id)
+    began = time.monotonic()
+    passed, details, crashed = False, {}, False
+    try:
+        result = check.fn(ctx)
+        message, details = (result if isinstance(result, tuple) else (result or "passed", {}))
+        passed = True
+    except Fail as f:
+        message, details = f.message, f.details
+    except StudentFailure as s:
+        crashed = s.error.kind in ("crash", "timeout", "memory", "protocol")
+        message = s.describe()
+        details = {"error_kind": s.error.kind, "traceback": clean_traceback(s.error.traceback)[-3000:]}
+    except Exception as exc:  # a grader bug must not take the other checks down
+        message = f"the grader could not run this check ({type(exc).__name__}); please report it"
+        details = {"internal_error": f"{type(exc).__name__}: {exc}"[:500]}
+    per_check[check.id] = round(time.monotonic() - began, 3)
+    if passed:
+        ctx.passed.add(check.id)
+    add(check.id, passed, message, details)
+    return None if crashed else passed
+
+
+def _attention_shown(report, ctx) -> bool:
+    """Some call matched the reference (or a named attention bug), or an output check passed."""
+    if ctx.attention_seen:
+        return True
+    for c in report.checks:
+        if c.id.split(".")[0] == "output" and (c.passed or c.details.get("diagnosis")):
+            return True
+    return False
+
+
 def _run_checks(report, session, t, seed, device, add, progress, total):
     ctx = Context(session, t, seed, device, CHECK_SECONDS)
     checks_started = time.monotonic()
     per_check, crashes = {}, 0
-    for i, check in enumerate(t.checks):
+    main = [c for c in t.checks if not c.post]
+    post = [c for c in t.checks if c.post]
+    ctx.start("forbidden.runtime")
+    ctx.fingerprint_samples = fresh_samples(ctx)  # before anything can use up the time budget
+    for i, check in enumerate(main):
         if progress:
             progress(check.id, 3 + i, total)
-        ctx.start(check.id)
-        began = time.monotonic()
-        passed, details = False, {}
-        if check.id != "forbidden.runtime" and any(
-                c.id == "forbidden.static" and c.details.get("detected") for c in report.checks):
+        if any(c.id == "forbidden.static" and c.details.get("detected") for c in report.checks):
             add(check.id, False, "skipped: built-in attention is not allowed, so nothing else is graded",
                 {"skipped": True})
             continue
@@ -248,27 +290,29 @@ def _run_checks(report, session, t, seed, device, add, progress, total):
             add(check.id, False, f"skipped: your function crashed or hung in {crashes} checks, so the "
                                  f"remaining checks were not run", {"skipped": True})
             continue
-        try:
-            result = check.fn(ctx)
-            message, details = (result if isinstance(result, tuple) else (result or "passed", {}))
-            passed = True
-        except Fail as f:
-            message, details = f.message, f.details
-        except StudentFailure as s:
-            crashes += s.error.kind in ("crash", "timeout", "memory")
-            message = s.describe()
-            details = {"error_kind": s.error.kind, "traceback": clean_traceback(s.error.traceback)[-3000:]}
-        except Exception as exc:  # a grader bug must not take the other checks down
-            message = f"the grader could not run this check ({type(exc).__name__}); please report it"
-            details = {"internal_error": f"{type(exc).__name__}: {exc}"[:500]}
-        per_check[check.id] = round(time.monotonic() - began, 3)
-        if passed:
-            ctx.passed.add(check.id)
-        add(check.id, passed, message, details)
-    if any(c.id.startswith("forbidden.") and c.details.get("detected") for c in report.checks):
-        for c in report.checks:
-            if not c.id.startswith(("forbidden.", "load.")) and c.points:
-                c.points = 0
-                c.message += " (not scored: built-in attention was used)"
+        crashes += _run_one(ctx, check, add, per_check) is None
+    for i, check in enumerate(post):  # never skipped: their verdict is what the others' points rest on
+        if progress:
+            progress(check.id, 3 + len(main) + i, total)
+        _run_one(ctx, check, add, per_check)
+    post_ids = {c.id for c in post}
+    verdict = [c for c in report.checks if c.id.startswith("forbidden.")]
+    detected = any(c.details.get("detected") for c in verdict)
+    unverified = any(c.id in post_ids and not c.passed for c in report.checks)
+    shown = _attention_shown(report, ctx)
+    for c in report.checks:
+        family = c.id.split(".")[0]
+        if family == "load" or not c.points:
+            continue
+        if detected and (family != "forbidden" or c.passed):
+            c.points = 0
+            c.message += " (not scored: built-in attention was used or the grader was tampered with)"
+        elif unverified and c.id not in post_ids:
+            c.points = 0
+            c.message += " (not scored: the run-time check could not verify that no built-in attention ran)"
+        elif not shown and family not in UNGATED:
+            c.points = 0
+            c.message += (" (not scored: this property holds for functions that are not attention too, and "
+                          "none of your output checks shows attention)")
     report.timings.update({"checks_s": round(time.monotonic() - checks_started, 3), "calls": ctx.calls,
                            "per_check_s": per_check})

@@ -72,6 +72,7 @@ class Check:
     id: str
     fn: Callable
     weight: int = 1
+    post: bool = False   # runs after every other check, whatever happened before (crashes included)
 
     @property
     def family(self) -> str:
@@ -92,6 +93,13 @@ class Context:
         self.deadline = float("inf")
         self.calls = 0
         self.tensor_calls = 0               # calls that returned a tensor of the expected shape
+        self.blocked: set[str] = set()      # built-in attention the child says it tried (advisory)
+        self.wall_seconds: list[float] = [] # call times measured here, not in the child
+        self.samples: list[tuple] = []      # (args, kwargs, output) of float32 calls, for forbidden.runtime
+        self.fingerprint_samples: list[tuple] = []  # taken first, for the same check
+        # Some call matched the reference (or the reference with a named bug), or its weights are
+        # softmax(c · q·k): the function computes attention, so its properties may earn points.
+        self.attention_seen = False
 
     def start(self, check_id: str) -> None:
         self.current = check_id
@@ -104,14 +112,24 @@ class Context:
             raise Fail(f"this check ran out of its time budget ({self.check_seconds:.0f} s): "
                        f"your function is too slow on these small inputs")
         limit = min(left, self.session.limits.call_seconds)
+        sent = [(f"arg{i}", a) for i, a in enumerate(args) if isinstance(a, torch.Tensor)] + \
+               [(k, v) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
+        echo = sum(t.numel() for _, t in sent) <= ECHO_LIMIT
         result = self.session.call(*args, grad_output=grad_output, wrt=wrt, trace=True,
-                                   timeout=limit, **kwargs)
+                                   timeout=limit, echo=echo, **kwargs)
         self.calls += 1
         self.ops.update(result.ops)
-        for name in result.mutated:
-            self.mutated.setdefault(name, self.current)
+        self.blocked.update(result.blocked)
+        if result.inputs_after is not None:  # compared here: the child's own comparison is not evidence
+            for (name, before), after in zip(sent, result.inputs_after):
+                if before.dtype != after.dtype or not _same(before, after.to(before.device)):
+                    self.mutated.setdefault(name, self.current)
         if not result.ok:
             raise StudentFailure(result.error, during)
+        self.wall_seconds.append(result.wall)
+        if (len(self.samples) < 8 and isinstance(result.output, torch.Tensor) and not wrt
+                and result.output.dtype == torch.float32 and sent and sent[0][1].dtype == torch.float32):
+            self.samples.append((args, kwargs, result.output))
         return result
 
     def tensor_out(self, result, shape: tuple, what: str = "") -> torch.Tensor:
@@ -133,6 +151,16 @@ class Context:
             raise Fail(f"your output has dtype {out.dtype}, expected a floating-point tensor")
         self.tensor_calls += 1
         return out
+
+
+ECHO_LIMIT = 1 << 18  # inputs of up to this many elements come back for the in-place check
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-for-bit equal, NaN included (an input with NaN is unchanged if it still has them)."""
+    if a.is_floating_point():
+        return bool(((a == b) | (a.isnan() & b.isnan())).all())
+    return bool(torch.equal(a, b))
 
 
 def broadcast_shapes(*shapes) -> tuple:

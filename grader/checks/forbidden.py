@@ -1,19 +1,27 @@
-"""No built-in or reference attention: a static scan of the source and a run-time trace.
+"""No built-in or reference attention: a static scan of the source and a run-time verdict.
 
-The static scan reads the AST: attribute chains rooted at an imported name, imports,
-and dynamic lookups (getattr, importlib, __import__, eval/exec, __dict__, sys.modules)
-whose string arguments, or the file's strings when the lookup name is computed,
-contain a fragment of a forbidden name. A student's own function *named*
-``scaled_dot_product_attention`` is fine: only reaching into torch or the reference is not.
+The static scan reads the AST: attribute chains rooted at an imported name (or at a
+name assigned from one: ``nnf = torch.nn.functional``), imports, and dynamic lookups
+(getattr, importlib, __import__, eval/exec, __dict__, sys.modules) whose string
+arguments, or the file's strings when the lookup name is computed, contain a fragment
+of a forbidden name. A student's own function *named* ``scaled_dot_product_attention``
+is fine: only reaching into torch or the reference is not.
 
-The run-time trace (torch functions and aten ops each call executed) catches what
-the scan cannot see; it is advisory inside an untrusted process, which is why both exist.
+At run time torch's own attention is switched off inside the child before the file is
+imported (``sandbox/disarm.py``), so calling it raises wherever it is called from. The
+verdict below always runs, after every other check, and rests on, in order:
+tampering with the answer channel (seen by the parent), the parent's own fingerprint
+(outputs bit-identical to torch's fused kernels, computed here on the same inputs),
+and what the child reports (blocked attempts, the aten trace), which is advisory but
+can only incriminate. A detection zeroes everything but the load checks.
 """
 from __future__ import annotations
 
 import ast
 
-from .base import Fail
+import torch
+
+from .base import Fail, StudentFailure
 
 # Names whose use means "let torch (or the grader) do the attention".
 FORBIDDEN_ATTRS = {"scaled_dot_product_attention", "multi_head_attention_forward",
@@ -22,7 +30,8 @@ FORBIDDEN_ATTRS = {"scaled_dot_product_attention", "multi_head_attention_forward
 FORBIDDEN_PREFIXES = ("_scaled_dot_product", "_flash_attention", "_efficient_attention",
                       "_cudnn_attention", "_fused_sdp", "_native_multi_head_attention",
                       "_transformer_encoder_layer", "_masked_softmax")
-FORBIDDEN_MODULES = ("reference_impl", "grader", "flash_attn", "xformers")
+FORBIDDEN_MODULES = ("reference_impl", "grader", "flash_attn", "xformers", "transformers", "x_transformers",
+                     "timm", "ctypes", "_ctypes", "cffi")
 # Names that switch off or fool the run-time trace.
 TAMPERING = {"DisableTorchFunction", "DisableTorchFunctionSubclass", "_DisableTorchDispatch",
              "_disable_current_modes", "_pop_mode", "_push_mode", "_pop_mode_temporarily",
@@ -30,10 +39,12 @@ TAMPERING = {"DisableTorchFunction", "DisableTorchFunctionSubclass", "_DisableTo
              "_len_torch_function_stack", "_get_function_stack_at", "_set_torch_dispatch_mode",
              "_unset_dispatch_mode", "_pop_torch_function_stack", "_push_on_torch_function_stack",
              "settrace", "setprofile", "_getframe", "f_back", "f_locals", "f_globals", "get_objects",
-             "get_referrers", "get_referents"}
+             "get_referrers", "get_referents", "_dispatch_library", "_destroy", "reload",
+             "_DisarmOnImport", "RESPONSE_FD", "REQUEST_FD"}
 # Fragments looked for in strings that feed a dynamic lookup.
 FRAGMENTS = ("scaled_dot", "dot_product", "multi_head", "multihead", "flash", "efficient_att",
-             "reference_impl", "sdpa", "cudnn_att", "_fused", "masked_softmax", "transformer")
+             "reference_impl", "sdpa", "cudnn_att", "_fused", "masked_softmax", "transformer",
+             "ctypes", "cffi", "disarm")
 DYNAMIC = {"getattr", "__import__", "import_module", "eval", "exec", "compile", "attrgetter",
            "methodcaller", "__getattribute__", "vars", "globals"}
 # Run-time: a torch function or aten op whose name contains one of these is built-in attention.
@@ -93,6 +104,7 @@ def scan_source(source: str) -> list[dict]:
                 if alias.name in TAMPERING:
                     flag(node, f"imports {alias.name}, which interferes with the grader's tracing")
 
+    _follow_aliases(tree, imported)
     docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)
                   and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)}
     all_strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
@@ -128,8 +140,28 @@ def scan_source(source: str) -> list[dict]:
     return unique
 
 
+def _follow_aliases(tree: ast.AST, imported: set) -> None:
+    """Names bound to an expression rooted at an imported name count as imported themselves."""
+    assigns = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr))]
+    changed = True
+    while changed:
+        changed = False
+        for node in assigns:
+            value = node.value
+            if value is None or _root(value) not in imported:
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name) and name.id not in imported:
+                        imported.add(name.id)
+                        changed = True
+
+
 def forbidden_ops(ops) -> list[str]:
-    return sorted(op for op in ops if any(frag in op.lower() for frag in RUNTIME_FRAGMENTS))
+    """Attention among torch's own operators (aten ops and torch functions, never the student's names)."""
+    return sorted(op for op in ops if (op.startswith(("aten.", "torch.")) or op.startswith("module."))
+                  and any(frag in op.lower() for frag in RUNTIME_FRAGMENTS))
 
 
 def static_check(ctx) -> str:
@@ -141,11 +173,103 @@ def static_check(ctx) -> str:
     return "no built-in attention, reference import or trace tampering found in the source"
 
 
+def _flash(q, k, v, attn_mask=None, is_causal=False, scale=None):
+    """torch's fused CPU kernel itself (not F.scaled_dot_product_attention, which may pick the math
+    path: plain matmul and softmax, which honest code can match bit for bit)."""
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4 or q.device.type != "cpu":
+        return None
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        attn_mask = torch.zeros(attn_mask.shape, dtype=q.dtype).masked_fill(~attn_mask, float("-inf"))
+    q, k, v = torch.broadcast_tensors(q, k, v) if q.shape[:2] != k.shape[:2] else (q, k, v)
+    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        q, k, v, is_causal=is_causal, attn_mask=attn_mask, scale=scale)[0]
+
+
+def _builtin(task_id: str, args, kwargs):
+    """The fused kernel's output on these inputs (computed here), or None where it does not apply."""
+    if task_id == "sdpa":
+        return _flash(*args, **kwargs)
+    if task_id == "mha" and not kwargs:
+        x_q, x_kv, w_q, w_k, w_v, w_o, H = args
+        B, L, D = x_q.shape
+        split = lambda x: x.unflatten(-1, (H, D // H)).transpose(1, 2)  # (B, T, D) -> (B, H, T, d_k)
+        heads = _flash(split(x_q @ w_q.T), split(x_kv @ w_k.T), split(x_kv @ w_v.T))
+        return None if heads is None else heads.transpose(1, 2).reshape(B, L, D) @ w_o.T
+    return None
+
+
+def _plain(task_id: str, args, kwargs) -> list:
+    """Plain formulas in the inputs' own dtype: a sample where one rounds like the kernel proves nothing."""
+    from reference_impl import multi_head_attention, scaled_dot_product_attention
+    if task_id == "sdpa":
+        q, k, v = args
+        out = [scaled_dot_product_attention(*args, **kwargs)]
+        if not kwargs:
+            out.append(torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, dim=-1) @ v)
+        return out
+    return [multi_head_attention(*args, **kwargs)]
+
+
+def fresh_samples(ctx, count: int = 1) -> list:
+    """Ordinary-looking float32 calls on which the fused kernel applies (it needs E = Ev; with
+    E != Ev torch falls back to plain matmul and softmax, which proves nothing). One is taken
+    before the other checks (``grading`` calls this first, so a submission that runs out of
+    time still leaves one) and one at the end."""
+    r = ctx.inputs.randn
+    samples = []
+    for _ in range(count):
+        if ctx.task.id == "sdpa":
+            B, H = ctx.inputs.distinct(2, 2, 5)
+            L, S, E = ctx.inputs.distinct(3, 5, 24)
+            args = (r(B, H, L, E), r(B, H, S, E), r(B, H, S, E))
+        elif ctx.task.id == "mha":
+            B, L, S = ctx.inputs.distinct(3, 2, 9)
+            H, dk = ctx.inputs.randint(2, 4), ctx.inputs.randint(2, 6)
+            D = H * dk
+            args = (r(B, L, D), r(B, S, D), *(r(D, D, std=D ** -0.5) for _ in range(4)), H)
+        else:
+            return samples
+        try:
+            result = ctx.call(*args, during="one more call with fresh inputs")
+        except (StudentFailure, Fail):
+            return samples
+        if isinstance(result.output, torch.Tensor):
+            samples.append((args, {}, result.output))
+    return samples
+
+
+def _fingerprint(ctx) -> bool:
+    """Some call's float32 output is bit-for-bit torch's fused kernel's, on inputs where the plain
+    formula rounds differently: no hand-written attention does that (checked on every correct
+    file of the corpora); it takes the kernel itself, run somewhere the block did not reach."""
+    for args, kwargs, out in list(ctx.samples) + ctx.fingerprint_samples + fresh_samples(ctx):
+        try:
+            builtin = _builtin(ctx.task.id, args, kwargs)
+            if builtin is None or builtin.shape != out.shape or out.numel() < 64 or not torch.equal(out, builtin):
+                continue
+            if not any(torch.equal(p, builtin) for p in _plain(ctx.task.id, args, kwargs)):
+                return True
+        except (RuntimeError, ValueError, TypeError):
+            continue
+    return False
+
+
 def runtime_check(ctx) -> str:
-    hits = forbidden_ops(ctx.ops)
-    if not ctx.tensor_calls:
-        raise Fail("not checked: no call returned an output of the expected shape, so nothing was traced")
+    """The post-phase verdict: always run, after every other check (see the module docstring)."""
+    violations = list(ctx.session.protocol_violations)
+    if violations:
+        raise Fail("your program wrote to the grader's answer channel or tampered with the grader's side of "
+                   f"the sandbox ({violations[0]}); nothing it computed can be trusted, so nothing is scored",
+                   {"protocol": violations[:5], "detected": True, "tampering": True})
+    if _fingerprint(ctx):
+        raise Fail("your function's output is bit-for-bit torch's built-in attention kernel's on fresh inputs "
+                   "(no hand-written attention rounds the same way): write the attention yourself",
+                   {"fingerprint": "builtin", "detected": True})
+    hits = sorted(set(ctx.blocked) | set(forbidden_ops(ctx.ops)))
     if hits:
-        raise Fail("your function ran torch's built-in attention (seen while it ran: "
-                   f"{', '.join(hits[:4])}); write the attention yourself", {"ops": hits[:20], "detected": True})
+        raise Fail("your function called torch's built-in attention, which is switched off while grading "
+                   f"({', '.join(hits[:4])}); write the attention yourself", {"ops": hits[:20], "detected": True})
+    if not ctx.tensor_calls:
+        raise Fail("not checked: no call returned an output of the expected shape, so whether built-in "
+                   "attention ran could not be verified and nothing else is scored", {"unverified": True})
     return f"no built-in attention ran ({len(ctx.ops)} distinct operations traced over {ctx.calls} calls)"

@@ -47,6 +47,27 @@ def compare_grads(result, names, ref64, same, dtype, what):
     return worst
 
 
+def directional_check(ctx, inputs, extra, grads, g, names, kwargs, shape, what):
+    """The child's gradients against its own forward: ⟨g, (f(x + εu) − f(x − εu)) / 2ε⟩ = Σ ⟨grad, u⟩.
+
+    Computed here from two more forward calls, so gradients the child made up (or took from
+    somewhere other than its forward) fail even if they look like the reference's. ε is large
+    enough that a forward computing in float32 internally still differentiates cleanly.
+    """
+    eps = 1e-3
+    us = [ctx.inputs.randn(*t.shape, dtype=torch.float64) for t in inputs]
+    outs = []
+    for sign in (1, -1):
+        moved = [t + sign * eps * u for t, u in zip(inputs, us)]
+        outs.append(ctx.tensor_out(ctx.call(*moved, *extra, during=what, **kwargs), shape, what).double())
+    numeric = float(((outs[0] - outs[1]) / (2 * eps) * g.double()).sum())
+    analytic = float(sum((gr.double() * u).sum() for gr, u in zip(grads, us)))
+    if not abs(analytic - numeric) <= 1e-4 + 1e-2 * abs(numeric):
+        raise Fail(f"{what}: your gradients do not belong to your forward: along a random direction they "
+                   f"give {analytic:.6g}, finite differences of your own forward give {numeric:.6g}",
+                   {"analytic": analytic, "numerical": numeric, "inputs": list(names)})
+
+
 def sdpa_reference(ctx):
     worst = 0.0
     r = ctx.inputs.randn
@@ -70,6 +91,8 @@ def sdpa_reference(ctx):
         ref64 = _ref_grads(fn, [q.double(), k.double(), v.double()], g.double())
         same = _ref_grads(fn, [q, k, v], g)
         worst = max(worst, compare_grads(result, SDPA_NAMES, ref64, same, dtype, what))
+        if dtype == torch.float64:
+            directional_check(ctx, [q, k, v], [], result.grads, g, SDPA_NAMES, kwargs, (B, H, L, Ev), what)
     return f"gradients for query, key and value match the reference (max error {worst:.2g})"
 
 
@@ -147,6 +170,7 @@ def mha_reference(ctx):
     fn = lambda *t: multi_head_attention(*t, H)
     ref = _ref_grads(fn, [x_q, x_kv, *ws], g)
     worst = compare_grads(result, MHA_NAMES, ref, ref, torch.float64, what)
+    directional_check(ctx, [x_q, x_kv, *ws], [H], result.grads, g, MHA_NAMES, {}, (B, L, H * dk), what)
     return f"gradients for the inputs and all four weight matrices match the reference (max error {worst:.2g})"
 
 

@@ -49,3 +49,16 @@ class InputFactory:
         values = torch.where(values.abs() < 0.1, torch.full_like(values, 0.5), values)
         hidden = ~self.bool_mask(*shape, keep=0.75)
         return values.masked_fill(hidden, float("-inf")).to(dtype)
+
+    def readout_values(self, *batch: int, keys: int) -> torch.Tensor:
+        """Values (*batch, keys, keys + 3) from which the parent reads the weights back exactly.
+
+        Dense random values, like any other call's: an identity matrix would tell the
+        submission that this call is a probe. ``weights_from`` inverts them.
+        """
+        return self.randn(*batch, keys, keys + 3, dtype=torch.float64)
+
+
+def weights_from(output: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """The (..., L, S) weights W with output = W @ values (values has full row rank)."""
+    return output.double() @ torch.linalg.pinv(values.double())

@@ -7,8 +7,9 @@ d_k from 8 to 512 tells "no scaling" from "1/d_k" from "a constant that is only 
 at d_k = 64". The within-row variance of the recovered logits is the chapter's
 argument made visible: ≈ 1 with 1/√d_k, ≈ d_k without scaling.
 
-mha: per head, two keys (0 and e₁) and queries t·e₁ make the weight of key 1
-sigmoid(scale · t), so logit(weight) / t is each head's scale.
+mha: on dense random inputs with an invertible output projection, each head's weights
+are read back from the output (``_mha_head_weights``) and fitted the same way. No probe
+uses inputs a submission could recognise (identity or zero matrices).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import torch
 
 from .base import Fail, heatmap
 from .calls import sdpa_kwargs
+from .inputs import weights_from
 
 DKS = (8, 16, 32, 64, 128, 256, 512)
 
@@ -25,7 +27,7 @@ DKS = (8, 16, 32, 64, 128, 256, 512)
 def fit_scale(weights: torch.Tensor, dots: torch.Tensor) -> tuple[float, float, float]:
     """(slope, R², within-row logit variance) of log(weights) against dots, both (L, S)."""
     w, x = weights.double(), dots.double()
-    valid = torch.isfinite(w) & (w > 1e-300)
+    valid = torch.isfinite(w) & (w > 1e-9)  # read back through a pseudo-inverse: smaller is noise
     y = torch.log(torch.where(valid, w, torch.ones_like(w)))
     # Remove per-row and per-column constants (alternating projections over the valid entries):
     # softmax over the keys adds a row constant, a softmax over the wrong axis a column one.
@@ -50,12 +52,19 @@ def fit_scale(weights: torch.Tensor, dots: torch.Tensor) -> tuple[float, float, 
 
 
 def _read_weights(ctx, d: int, L: int, S: int, scale=None):
-    q = ctx.inputs.randn(1, 1, L, d, dtype=torch.float64)
-    k = ctx.inputs.randn(1, 1, S, d, dtype=torch.float64)
-    eye = torch.eye(S, dtype=torch.float64).reshape(1, 1, S, S)
-    result = ctx.call(q, k, eye, during=f"scale probe at d_k={d}", **sdpa_kwargs(None, False, scale))
-    w = ctx.tensor_out(result, (1, 1, L, S), f"the scale probe at d_k={d}")[0, 0]
-    return w, (q @ k.transpose(-2, -1))[0, 0]
+    """The weights of one call at d_k = d, and the q·k they should be a softmax of.
+
+    Queries and keys have std (1.44 / √d)^½, so even unscaled logits stay moderate and every
+    weight is large enough to be read back from dense random values (see ``readout_values``);
+    the logit variance is reported for unit-variance inputs (scale² · d_k), as in the chapter.
+    """
+    std = (1.44 / math.sqrt(d)) ** 0.5
+    q = ctx.inputs.randn(1, 1, L, d, dtype=torch.float64, std=std)
+    k = ctx.inputs.randn(1, 1, S, d, dtype=torch.float64, std=std)
+    v = ctx.inputs.readout_values(1, 1, keys=S)
+    result = ctx.call(q, k, v, during=f"a call at d_k={d}", **sdpa_kwargs(None, False, scale))
+    out = ctx.tensor_out(result, (1, 1, L, S + 3), f"the call at d_k={d}")
+    return weights_from(out, v)[0, 0], (q @ k.transpose(-2, -1))[0, 0]
 
 
 def name_scale(found: dict, heads: dict | None = None) -> str:
@@ -85,7 +94,7 @@ def sdpa_default(ctx):
     sample = None
     for d in DKS:
         w, dots = _read_weights(ctx, d, L, S)
-        slope, r2, variance = fit_scale(w, dots)
+        slope, r2, _ = fit_scale(w, dots)
         if r2 < 0.999 or not math.isfinite(slope):
             raise Fail(f"could not read one softmax temperature from your weights at d_k={d} (fit R² = "
                        f"{r2:.3f}): they are not softmax(c · q·k) over the keys; see the weights and "
@@ -93,11 +102,12 @@ def sdpa_default(ctx):
                                           "weights_reference": heatmap(torch.softmax(dots / math.sqrt(d), -1))})
         found[d] = slope
         fits[d] = r2
-        table.append({"d_k": d, "variance": round(variance, 4), "expected": 1.0,
+        table.append({"d_k": d, "variance": round(slope * slope * d, 4), "expected": 1.0,
                       "fitted_scale": float(f"{slope:.6g}"), "expected_scale": float(f"{1 / math.sqrt(d):.6g}")})
         if d == 64:
             sample, sample_ref = w, torch.softmax(dots / 8.0, dim=-1)
     details = {"variance_by_dk": table}
+    ctx.attention_seen = True  # every read-out was softmax(c · q·k): attention, whatever its scale
     if all(abs(found[d] * math.sqrt(d) - 1) <= 1e-3 for d in DKS):
         return ("the softmax temperature is 1/√d_k for d_k from 8 to 512; logit variance ≈ "
                 f"{table[3]['variance']:.2f} at d_k = 64 (≈ 1 as intended)", details)
@@ -118,10 +128,11 @@ def sdpa_argument(ctx):
     d = 32
     given = ctx.inputs.uniform(0.3, 0.6) if ctx.inputs.randint(0, 1) else ctx.inputs.uniform(0.04, 0.1)
     w, dots = _read_weights(ctx, d, 12, 16, scale=given)
-    slope, r2, variance = fit_scale(w, dots)
+    slope, r2, _ = fit_scale(w, dots)
     details = {"scale_argument": round(given, 6), "fitted_scale": float(f"{slope:.6g}"), "d_k": d,
                # with scale= the logit variance is scale² · d_k, not 1: that is what the caller asked for
-               "variance_by_dk": [{"d_k": d, "variance": round(variance, 4), "expected": round(given ** 2 * d, 4)}]}
+               "variance_by_dk": [{"d_k": d, "variance": round(slope * slope * d, 4),
+                                   "expected": round(given ** 2 * d, 4)}]}
     if r2 >= 0.999 and abs(slope - given) <= 1e-3 * given:
         return f"scale={given:.4g} is honoured (fitted {slope:.6g})", details
     if abs(slope - 1 / math.sqrt(d)) <= 1e-3 / math.sqrt(d):
@@ -139,34 +150,68 @@ def sdpa_argument(ctx):
 MHA_CONFIGS = ((4, 8), (2, 16), (8, 32), (2, 64), (4, 128), (2, 256))  # (heads, d_k)
 
 
+# How a layer may apply its weights: as nn.Linear (x @ Wᵀ, the task's convention) or x @ W, with or
+# without the output projection. The scale is read under whichever the layer follows, so a layout
+# bug (charged by the output and heads checks) does not also cost the scale points.
+LAYOUTS = ((True, True), (False, True), (True, False), (False, False))  # (transposed, output projection)
+
+
+def _mha_head_weights(ctx, H: int, dk: int, L: int, S: int):
+    """One call on dense random inputs; per layout, per head, the weights read back and their q·k.
+
+    out = merge(heads) @ w_oᵀ, so merge(heads) = out @ (w_oᵀ)⁻¹; head h is A_h V_h with
+    V_h = (x_kv @ w_vᵀ)[:, h] of full row rank (S ≤ d_k), so A_h = head_h @ pinv(V_h).
+    """
+    D = H * dk
+    std = (1.2 / math.sqrt(dk)) ** 0.5  # unscaled logits stay moderate, so every weight reads back
+    x_q = ctx.inputs.randn(1, L, D, dtype=torch.float64, std=std)
+    x_kv = ctx.inputs.randn(1, S, D, dtype=torch.float64, std=std)
+    # Dense Gaussian weights: invertible, and in float64 the read-back error (~1e-12) is far
+    # below what the fit needs.
+    w_q, w_k, w_v, w_o = (ctx.inputs.randn(D, D, dtype=torch.float64, std=D ** -0.5) for _ in range(4))
+    result = ctx.call(x_q, x_kv, w_q, w_k, w_v, w_o, H, during=f"{H} heads of d_k={dk}")
+    out = ctx.tensor_out(result, (1, L, D), f"{H} heads of d_k={dk}").double()[0]
+    def layout(transposed, projected):
+        lin = (lambda x, w: x @ w.T) if transposed else (lambda x, w: x @ w)
+        merged = out if not projected else (torch.linalg.solve(w_o, out.T).T if transposed
+                                            else torch.linalg.solve(w_o.T, out.T).T)
+        q, k, v = lin(x_q[0], w_q), lin(x_kv[0], w_k), lin(x_kv[0], w_v)
+        heads = []
+        for h in range(H):
+            cols = slice(h * dk, (h + 1) * dk)
+            heads.append((merged[:, cols] @ torch.linalg.pinv(v[:, cols]), q[:, cols] @ k[:, cols].T))
+        return heads
+
+    return (layout(*which) for which in LAYOUTS)  # lazily: the first layout explains a correct layer
+
+
+def _head_slopes(layouts) -> list:
+    """Each head's fitted scale under the first layout that explains every head (NaN if none does)."""
+    for heads in layouts:
+        slopes = []
+        for weights, dots in heads:
+            slope, r2, _ = fit_scale(weights, dots)
+            slopes.append(slope if r2 >= 0.999 else float("nan"))
+        if all(math.isfinite(x) for x in slopes):
+            return slopes
+    return [float("nan")]
+
+
 def mha_default(ctx):
     found, heads_of, table = {}, {}, []
-    L = 8
-    t = torch.linspace(-3, 3, L, dtype=torch.float64)
+    L, S = 8, 6
     for H, dk in MHA_CONFIGS:
-        D = H * dk
-        x_q = torch.zeros(1, L, D, dtype=torch.float64)
-        x_kv = torch.zeros(1, 2, D, dtype=torch.float64)
-        for h in range(H):
-            x_q[0, :, h * dk] = t[ctx.inputs.perm(L)]
-            x_kv[0, 1, h * dk] = 1.0
-        eye = torch.eye(D, dtype=torch.float64)
-        result = ctx.call(x_q, x_kv, eye, eye, eye, eye, H, during=f"scale probe, {H} heads of d_k={dk}")
-        out = ctx.tensor_out(result, (1, L, D), f"the scale probe with {H} heads of d_k={dk}")
-        w1 = out[0, :, ::dk].double()                    # (L, H): weight on key 1, per head
-        tq = x_q[0, :, ::dk]
-        ok = (w1 > 1e-12) & (w1 < 1 - 1e-12) & (tq.abs() > 0.1)
-        logits = torch.log(w1.clamp(1e-300) / (1 - w1).clamp(1e-300))
-        slopes = (logits[ok] / tq[ok]) if ok.any() else torch.tensor([float("nan")])
-        spread = float(slopes.max() - slopes.min()) if ok.any() else float("nan")
-        slope = float(slopes.median())
-        if not math.isfinite(slope) or not spread <= 1e-3 * abs(slope) + 1e-9:
+        slopes_t = torch.tensor(_head_slopes(_mha_head_weights(ctx, H, dk, L, S)))
+        slope = float(slopes_t.median())
+        spread = float(slopes_t.max() - slopes_t.min())
+        if not torch.isfinite(slopes_t).all() or not spread <= 1e-3 * abs(slope) + 1e-9:
             raise Fail(f"could not read one temperature per head with {H} heads of d_k={dk}: your heads "
                        f"do not behave like softmax(c · q·k) over their own slice (check how you split "
                        f"heads; see the heads check)", {"num_heads": H, "d_k": dk})
         found[dk], heads_of[dk] = slope, H
         table.append({"d_k": dk, "num_heads": H, "variance": round(slope * slope * dk, 4), "expected": 1.0,
                       "fitted_scale": float(f"{slope:.6g}"), "expected_scale": float(f"{1 / math.sqrt(dk):.6g}")})
+    ctx.attention_seen = True  # every head's read-out was softmax(c · q·k)
     details = {"variance_by_dk": table,
                "variance_note": "scale² · d_k: the logit variance for unit-variance queries and keys"}
     if all(abs(found[d] * math.sqrt(d) - 1) <= 1e-3 for d in found):

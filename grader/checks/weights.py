@@ -7,26 +7,27 @@ import torch
 
 from reference_impl import attention_weights
 from .base import Fail, heatmap
+from .inputs import weights_from
 from .tolerance import PROPERTY_TOLERANCE
 
 
 def distribution(ctx):
-    """Identity values turn the output into the weight matrix: rows must be non-negative and sum to 1."""
+    """The weights, read back from the output: rows must be non-negative and sum to 1."""
     L, S = ctx.inputs.distinct(2, 6, 16)
     E = 24
     q = ctx.inputs.randn(1, 2, L, E, dtype=torch.float64)
     k = ctx.inputs.randn(1, 2, S, E, dtype=torch.float64)
-    eye = torch.eye(S, dtype=torch.float64).expand(1, 2, S, S).contiguous()
-    result = ctx.call(q, k, eye, during="reading the weights out with identity values")
-    w = ctx.tensor_out(result, (1, 2, L, S), "identity values").double()
+    v = ctx.inputs.readout_values(1, 2, keys=S)
+    result = ctx.call(q, k, v, during="float64 inputs")
+    w = weights_from(ctx.tensor_out(result, (1, 2, L, S + 3), "float64 inputs"), v)
     ref = attention_weights(q, k)
-    details = {"case": f"L={L}, S={S}, E={E}, values = identity",
+    details = {"case": f"L={L}, S={S}, E={E}; weights read back from the output",
                "weights_submission": heatmap(w), "weights_reference": heatmap(ref)}
     if not torch.isfinite(w).all():
         raise Fail("your attention weights contain NaN or inf", details)
     rows = w.sum(-1)
     details["row_sums"] = [round(float(x), 4) for x in rows[0, 0, :16]]
-    if float(w.min()) < -1e-9:
+    if float(w.min()) < -1e-9:  # read-back noise is ~1e-15
         raise Fail(f"some attention weights are negative (smallest {float(w.min()):.3g}): a softmax never "
                    f"gives negative weights", details)
     if float((rows - 1).abs().max()) > 1e-6:

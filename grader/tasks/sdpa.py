@@ -40,6 +40,6 @@ TASK = Task(
         Check("speed.relative", properties.speed),
         Check("precision.float64", output.precision),
         Check("inputs.unchanged", properties.inputs_unchanged),
-        Check("forbidden.runtime", forbidden.runtime_check),
+        Check("forbidden.runtime", forbidden.runtime_check, post=True),
     ],
 )
