@@ -1,0 +1,16 @@
+# attack: a 30,000-deep JSON header (a recursion bomb for the parser)
+# task: sdpa
+# expect: protocol
+import os
+import struct
+import sys
+
+# the answer channel: fd 4 in the sandbox, the harness's RESPONSE_FD when it is the child's __main__
+_FD = getattr(sys.modules.get("__main__"), "RESPONSE_FD", 4)
+
+_header = ('{"body": ' + "[" * 30000 + "]" * 30000 + ', "tensors": []}').encode()[:60000]
+os.write(_FD, b"ATN1" + struct.pack("<I", len(_header)) + _header)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=False, scale=None):
+    return value

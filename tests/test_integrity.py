@@ -1,0 +1,188 @@
+"""Grading integrity: submissions written to cheat get nothing they did not compute honestly.
+
+Each file in tests/integrity/ names its attack, its task and what it must get (``# expect:``):
+``builtin`` (the default: built-in attention in some form) gets at most the load points and a
+failing ``forbidden`` check; ``protocol`` (a forged answer) gets a report, never an exception,
+with a protocol failure where the forgery reached the channel; ``notattention`` gets at most the
+load and forbidden points; ``inputs``/``scale`` fail that family; ``any`` only must not break the
+grader. Every file is graded at two sandbox levels: ``none``, where the harness is the child's
+``__main__`` and easy to patch (so the parent's own checks are what stops it), and ``auto``.
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+
+from grader.checks import forbidden
+from grader.checks.inputs import InputFactory
+from grader.grading import grade_source
+from grader.sandbox import answers, wire
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ATTACKS = sorted(glob.glob(os.path.join(HERE, "integrity", "*.py")))
+LEVELS = ("none", "auto")
+LOAD_POINTS = 5
+
+
+def _meta(path):
+    with open(path, encoding="utf-8") as f:
+        head = f.read(800)
+    task = re.search(r"^# task: (\w+)", head, re.M).group(1)
+    expect = re.search(r"^# expect: (\w+)", head, re.M)
+    return task, expect.group(1) if expect else "builtin"
+
+
+def _reaches(path):
+    """The levels at which the forgery takes effect (``# reaches:``; default every level)."""
+    with open(path, encoding="utf-8") as f:
+        found = re.search(r"^# reaches: (.+)$", f.read(800), re.M)
+    return set(found.group(1).split()) if found else set(LEVELS)
+
+
+@pytest.fixture(scope="module")
+def reports():
+    def grade(job):
+        path, level = job
+        with open(path, "rb") as f:
+            report = grade_source(f.read(), _meta(path)[0], seed=4242, sandbox=level)
+        return job, report.to_dict()
+    jobs = [(p, level) for p in ATTACKS for level in LEVELS]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(grade, jobs))
+
+
+def test_every_attack_family_is_present():
+    names = {os.path.basename(p)[:-3] for p in ATTACKS}
+    for required in ("thread_builtin", "trace_switched_off", "patch_recorders", "edit_answer", "alias_builtin",
+                     "exec_chr_builtin", "torch_ops_kernel", "mha_need_weights", "crash_after_builtin",
+                     "forge_list_frame", "forge_missing_tensor", "forge_deep_json", "forge_huge_answer",
+                     "empty_gradients", "hidden_mutation", "frozen_clock", "ignores_query_key", "returns_zeros",
+                     "scale_probe_cheat", "fresh_interpreter", "undo_block"):
+        assert required in names
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("path", ATTACKS, ids=lambda p: os.path.basename(p)[:-3])
+def test_attack_is_withstood(reports, path, level):
+    report = reports[(path, level)]
+    _, expect = _meta(path)
+    json.dumps(report)  # a plain JSON report, whatever the child sent
+    assert report["max_score"] == 100
+    internal = [c["id"] for c in report["checks"] if "internal_error" in c["details"]]
+    assert not internal, f"grader errors in {internal}"
+    failed = {c["id"] for c in report["checks"] if not c["passed"] and c["max_points"]}
+    messages = " ".join(c["message"] for c in report["checks"]) + " " + str(report["error"])
+    if expect == "builtin":
+        assert report["score"] <= LOAD_POINTS, report["score"]
+        assert failed & {"forbidden.static", "forbidden.runtime"} or report["error"]
+    elif expect == "protocol":
+        assert report["score"] <= 2 * LOAD_POINTS
+        if level in _reaches(path):  # where the forgery reaches the channel, it is named and zeroes the grade
+            assert "answer channel" in messages, messages[:400]
+            assert report["score"] <= LOAD_POINTS
+    elif expect == "notattention":
+        assert report["score"] <= 2 * LOAD_POINTS, report["score"]
+    elif expect in ("inputs", "scale"):
+        assert any(i.startswith(expect + ".") for i in failed), sorted(failed)
+    if os.path.basename(path) == "frozen_clock.py":
+        speed = next(c for c in report["checks"] if c["id"] == "speed.relative")
+        assert speed["details"].get("seconds", 1) > 1e-4  # the parent's clock, not the frozen one
+
+
+def test_forged_answer_through_the_cli_is_a_failed_check_not_a_traceback():
+    path = os.path.join(HERE, "integrity", "forge_list_frame.py")
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "check", path, "--task", "sdpa", "--json",
+                           "--sandbox", "none", "--seed", "1"], capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    report = json.loads(proc.stdout)
+    assert not report["passed"] and report["score"] == 0
+    assert "answer channel" in report["error"]
+
+
+class _FakeSession:
+    protocol_violations: list = []
+
+
+class _FakeResult:
+    def __init__(self, output):
+        self.output = output
+        self.ctx = None
+
+
+class _BuiltinCtx:
+    """A context whose 'submission' is torch's own kernel: the parent's fingerprint must name it."""
+
+    def __init__(self, task_id, honest=None):
+        self.task = type("T", (), {"id": task_id})()
+        self.inputs = InputFactory(3)
+        self.session = _FakeSession()
+        self.blocked, self.ops, self.calls, self.tensor_calls = set(), set(), 0, 1
+        self.honest, self.samples = honest, []
+
+    def call(self, *args, during="", **kwargs):
+        return self._compute(*args, **kwargs)
+
+    def _compute(self, *args, **kwargs):
+        if self.task.id == "sdpa":
+            if self.honest:
+                q, k, v = args
+                w = torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5 +
+                                  (0 if "attn_mask" not in kwargs else
+                                   torch.zeros_like(kwargs["attn_mask"], dtype=q.dtype)
+                                   .masked_fill(~kwargs["attn_mask"], float("-inf"))), -1)
+                return _FakeResult(w @ v)
+            return _FakeResult(torch.nn.functional.scaled_dot_product_attention(*args, **kwargs))
+        x_q, x_kv, w_q, w_k, w_v, w_o, H = args
+        out, _ = torch.nn.functional.multi_head_attention_forward(
+            x_q.transpose(0, 1), x_kv.transpose(0, 1), x_kv.transpose(0, 1), x_q.size(-1), H, None, None, None,
+            None, False, 0.0, w_o, None, training=False, need_weights=False, use_separate_proj_weight=True,
+            q_proj_weight=w_q, k_proj_weight=w_k, v_proj_weight=w_v)
+        return _FakeResult(out.transpose(0, 1))
+
+
+@pytest.mark.parametrize("task_id", ["sdpa", "mha"])
+def test_parent_fingerprint_names_the_builtin_kernel(task_id):
+    """If the block in the child were ever undone, outputs bit-identical to torch's kernel still fail."""
+    with pytest.raises(forbidden.Fail) as caught:
+        forbidden.runtime_check(_BuiltinCtx(task_id))
+    assert caught.value.details.get("detected") and caught.value.details.get("fingerprint") == "builtin"
+
+
+def test_parent_fingerprint_passes_hand_written_attention():
+    assert "no built-in attention" in forbidden.runtime_check(_BuiltinCtx("sdpa", honest=True))
+
+
+def test_answers_are_checked_against_the_request():
+    q = torch.zeros(2, 3, 4)
+    ok = {"ok": True, "output": torch.zeros(2, 3, 4), "grads": [torch.zeros(2, 3, 4)]}
+    assert answers.check_call(ok, [q, q, q], {}, [0], False)["grads"][0].shape == (2, 3, 4)
+    for bad in ({"ok": True, "grads": []}, {"ok": True, "grads": [torch.zeros(1)]},
+                {"ok": True, "grads": [torch.zeros(2, 3, 4, dtype=torch.int64)]},
+                {"ok": "yes"}, [1, 2], {"ok": True, "output": "x"}, {"ok": True, "ops": 7},
+                {"ok": False, "error": [1]}, {"ok": True, "blocked": "everything"}):
+        with pytest.raises(answers.ProtocolViolation):
+            answers.check_call(bad, [q, q, q], {}, [0], False)
+    with pytest.raises(answers.ProtocolViolation):  # the inputs were asked back and did not come
+        answers.check_call({"ok": True, "output": q}, [q, q, q], {}, [], True)
+
+
+def test_wire_refuses_forged_frames_without_raising_anything_else():
+    import struct
+    frames = [b'{"body": [1], "tensors": []}', b'{"body": {"x": {"$t": 3}}, "tensors": []}',
+              ('{"body": ' + "[" * 5000 + "]" * 5000 + ', "tensors": []}').encode(),
+              b'{"body": {"$f": "1e999"}, "tensors": []}', b'{"body": {}, "tensors": [[]]}',
+              b'{"body": {}, "tensors": [{"dtype": "float64", "shape": [4096, 8192]}]}']
+    for header in frames:
+        r, w = os.pipe()
+        os.write(w, b"ATN1" + struct.pack("<I", len(header)) + header)
+        os.close(w)
+        with pytest.raises(wire.WireError):
+            wire.read_message(r, max_bytes=1 << 20)
+        os.close(r)
