@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from ..models import (Assignment, CheckResult, Course, GradingJob, QuizAttempt, Result,
                       Submission, utcnow)
+from .csv_export import csv_text
 from .scores import scores_table
 
 GROUP_SHARE = 0.27  # Kelley's upper/lower groups
@@ -187,6 +188,20 @@ def question_stats(session: Session, assignment: Assignment, bank=None) -> list[
             "distribution": answer_distribution(question, [a for _, a in rows]),
         })
     return out
+
+
+QUESTION_STATS_COLUMNS = ("position", "question_id", "title", "kind", "responses", "pending",
+                          "facility", "discrimination", "answers")
+
+
+def question_stats_csv(stats: list[dict]) -> str:
+    """``question_stats`` as CSV; the answer distribution (students' own text) in one cell."""
+    def answers(q):
+        return "; ".join(f"{'✓ ' if d['correct'] else ''}{d['label']}: {d['count']}"
+                         for d in q["distribution"])
+    return csv_text(QUESTION_STATS_COLUMNS, (
+        [q["position"], q["question_id"], q["title"], q["kind"], q["responses"], q["pending"],
+         q["facility"], q["discrimination"], answers(q)] for q in stats))
 
 
 def answer_distribution(question, answers: list) -> list[dict]:
