@@ -126,7 +126,7 @@ def settings(slug: str):
         if not form.is_submitted():
             form.question_ids.data = list(item.question_ids or [])
     else:
-        del form.question_ids
+        del form.question_ids, form.answer_policy, form.try_penalty
     if form.validate_on_submit():
         data = {name: field.data for name, field in form._fields.items()}
         review.apply_settings(item, data)
