@@ -19,7 +19,7 @@ def variant_seed(student_key: str, question_id: str, secret: bytes | None = None
     The service passes its quiz secret (``web.config.quiz_secret``): the seed is then an
     HMAC-SHA256 under it, so the package a student installs cannot compute any student's
     variant or answer key. Without ``secret`` the seed is a public hash of the two keys,
-    for exports, previews and tests, and never equals a keyed seed by construction.
+    for exports, previews and tests.
     """
     message = f"attn-grader\x00{student_key}\x00{question_id}".encode()
     digest = (hmac.new(secret, message, hashlib.sha256).digest() if secret is not None
