@@ -327,3 +327,15 @@ def test_the_instructor_sets_the_policy_on_the_settings_page(env, prof):
     with db_session(env) as session:
         quiz = session.query(Assignment).filter_by(slug="quiz").one()
         assert (quiz.answer_policy, quiz.try_penalty) == ("penalised_tries", 0.25)
+
+
+@pytest.mark.parametrize("share, tries", [(1 / 3, 3), (0.3333, 3), (0.25, 4), (0.3, 4), (0.5, 2),
+                                          (1.0, 1), (0.05, 20), (0.0, 20)])
+def test_tries_offered_while_a_try_can_still_earn_points(share, tries):
+    from web.models import Assignment
+    from web.services import quiz_policy
+    quiz = Assignment(answer_policy="penalised_tries", try_penalty=share)
+    assert quiz_policy.tries_allowed(quiz) == tries
+    assert quiz_policy.multiplier(quiz, tries - 1) >= 0.01  # the last try is worth something
+    single = Assignment(answer_policy="single_try", try_penalty=share)
+    assert quiz_policy.tries_allowed(single) == 1 and quiz_policy.multiplier(single, 1) == 0.0

@@ -7,7 +7,8 @@ Two policies, set per quiz by the instructor (``Assignment.answer_policy``):
 - ``penalised_tries``: several tries; each wrong one takes ``try_penalty`` of the points off
   the next, ``points = fraction * max(0, 1 - penalty * wrong_tries)`` (Moodle's "interactive
   with multiple tries", PrairieLearn's points per try). The question is final once answered
-  right or when a further try could earn nothing: ``ceil(1 / penalty)`` tries in all. Trying
+  right or when a further try could earn less than 1 % of the points (3 tries at 1/3, 4 at
+1/4, 20 at the smallest penalty, 0.05). Trying
   every option in turn therefore never earns full credit unless the first try was right.
 
 While a question still takes tries, a wrong answer shows only that it is wrong (and how
@@ -21,6 +22,7 @@ import math
 from ..models import Assignment, QuizAnswer, QuizAttempt, QuizTry, utcnow
 
 MIN_TRY_PENALTY = 0.05  # at most 20 tries: below this, options could be tried for free
+MIN_TRY_SHARE = 0.01  # a further try is offered only while it can still earn 1 % of the points
 DEFAULT_TRY_PENALTY = 1 / 3
 POLICY_LABELS = {
     "single_try": "one try per question, feedback after it",
@@ -34,10 +36,14 @@ def penalty(assignment: Assignment) -> float:
 
 
 def tries_allowed(assignment: Assignment) -> int:
-    """How many tries a question takes: 1, or as many as can still earn points."""
+    """How many tries a question takes: 1, or as many as still earn ``MIN_TRY_SHARE``.
+
+    Counting by the share earned, not by ``ceil(1 / penalty)``, keeps a penalty typed as
+    0.3333 at three tries instead of adding a fourth worth 0.01 % of the points.
+    """
     if assignment.answer_policy != "penalised_tries":
         return 1
-    return max(1, math.ceil(1.0 / penalty(assignment) - 1e-9))
+    return int(math.floor((1.0 - MIN_TRY_SHARE) / penalty(assignment) + 1e-9)) + 1
 
 
 def multiplier(assignment: Assignment, wrong_tries: int) -> float:
