@@ -257,6 +257,18 @@ def test_penalised_tries_hide_the_solution_and_cost_a_share(env, ada):
     assert row.state == "final"
 
 
+def test_a_wrong_code_try_shows_the_failing_call_but_not_the_explanation(env, ada):
+    from questions.model import load_bank
+    _set_quiz(env, [CODE], policy="penalised_tries")
+    ada.post("/quiz/quiz/start")
+    _answer(ada, CODE, "code", "def scaled_scores(q, k):\n    return q @ k.transpose(-2, -1)\n")
+    assert _worker(env).run_once(("cpu",)) == "done"
+    page = ada.get("/quiz/quiz").get_data(as_text=True)
+    assert "Not right yet. Try 1 of 3" in page and "0 of 3 test calls pass" in page
+    model = load_bank().get(CODE).data["model_solution"].strip().splitlines()[-1].strip()
+    assert model.startswith("return") and model not in page  # the model solution stays hidden
+
+
 def test_options_cannot_be_brute_forced_for_full_credit(env, ada):
     from questions.model import load_bank
     _set_quiz(env, [SINGLE], policy="penalised_tries", penalty=1 / 3)

@@ -134,8 +134,10 @@ def visible_feedback(attempt: QuizAttempt, row: QuizAnswer) -> str:
         return row.feedback
     summary = try_summary(attempt, row)
     verdict = "Partly right" if row.points > 0 else "Not right yet"
-    return (f"{verdict}. Try {summary['used']} of {summary['allowed']}; a right answer now "
-            f"earns up to {summary['next_share']:.0%} of the points.")
+    shown = (f"{verdict}. Try {summary['used']} of {summary['allowed']}; a right answer now "
+             f"earns up to {summary['next_share']:.0%} of the points.")
+    calls = (row.details or {}).get("verdict")  # code: which test call failed, and how
+    return f"{shown} {calls}" if calls else shown
 
 
 def try_summary(attempt: QuizAttempt, row: QuizAnswer) -> dict:
