@@ -71,6 +71,13 @@ def _answer(client, qid, field, value):
                        follow_redirects=True).get_data(as_text=True)
 
 
+def prof_jobs(env):
+    from pages_support import sign_in
+    client = env.app.test_client()
+    sign_in(client, "prof@example.org")
+    return client.get("/instructor/jobs").get_data(as_text=True)
+
+
 def _worker(env, **kwargs):
     from pages_support import fake_grade
     from web.dispatch.worker import GradingWorker
@@ -99,6 +106,7 @@ def test_a_code_answer_is_queued_never_run_in_the_web_process_then_graded(env, a
     monkeypatch.setattr(grader.sandbox, "Session", ran_student_code)
     page = _answer(ada, CODE, "code", _model_solution())
     assert "Being graded" in page and "data-quiz-status-url" in page
+    assert f'<noscript><a href="/quiz/quiz#q-{CODE}">Reload to see it</a>' in page  # no-JS path
     row = _row(env, "ada@example.org", CODE)
     assert row.state == "pending" and [t.status for t in row.tries] == ["pending"]
     with db_session(env) as session:
@@ -108,7 +116,7 @@ def test_a_code_answer_is_queued_never_run_in_the_web_process_then_graded(env, a
     assert ada.get(status_url).get_json()["pending"] is True
     again = _answer(ada, CODE, "code", "def scaled_scores(q, k):\n    return q\n")
     assert "still being graded" in again  # no second try while the first is with a worker
-    # the job monitor lists the quiz job with its student
+    assert "quiz answer: " + CODE in prof_jobs(env)  # the job monitor names it
     monkeypatch.undo()
 
     assert _worker(env).run_once(("cpu",)) == "done"  # a grading worker, in the sandbox
