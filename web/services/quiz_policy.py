@@ -78,8 +78,6 @@ def apply_result(attempt: QuizAttempt, row: QuizAnswer, tried: QuizTry, result: 
     ``result`` is ``questions.AnswerResult.to_dict()`` (from this process for choice and
     numeric answers, from a grading worker for code).
     """
-    from .quizzes import total
-
     assignment = attempt.assignment
     top = float(result.get("max_points") or row.max_points or 0.0)
     earned = float(result.get("points") or 0.0)
@@ -105,14 +103,20 @@ def apply_result(attempt: QuizAttempt, row: QuizAnswer, tried: QuizTry, result: 
     total(attempt)
 
 
+def total(attempt: QuizAttempt) -> None:
+    """The attempt's score from its answers (also after a worker graded a code answer)."""
+    attempt.score = sum(a.points for a in attempt.answers)
+    attempt.max_score = sum(a.max_points for a in attempt.answers)
+    attempt.needs_manual = any(a.answered_at is not None and a.correct is None
+                               and a.state != "pending" for a in attempt.answers)
+
+
 def fail_try(tried: QuizTry, reason: str, now=None) -> None:
     """A code answer the workers could not grade (host lost, grader error): say so, keep it.
 
     The try does not count against the policy; in an open attempt the student may send the
     answer again, in a submitted one it goes to the instructor's grading queue.
     """
-    from .quizzes import total
-
     row = tried.quiz_answer
     attempt = row.attempt
     tried.status, tried.error, tried.graded_at = "failed", reason, now or utcnow()

@@ -19,6 +19,7 @@ Integrity rules:
 from __future__ import annotations
 
 import functools
+import logging
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, joinedload
@@ -27,6 +28,8 @@ from ..models import (Assignment, GradingJob, ManualGrade, QuizAnswer, QuizAttem
                       Submission, User, utcnow)
 from . import quiz_policy
 from .submissions import DEFAULT_MAX_BYTES, SubmissionRejected, decode_source, iso
+
+log = logging.getLogger(__name__)
 
 
 class QuizError(ValueError):
@@ -175,18 +178,8 @@ def _queue_code_try(session, attempt, row, code, now, dispatcher, max_job_attemp
         try:
             dispatcher.notify([(job.id, job.queue)])
         except Exception:  # the reconciler re-notifies queued jobs; the answer is not lost
-            import logging
-            logging.getLogger(__name__).exception(
-                "could not notify workers of quiz job %s; the reconciler will", job.id)
+            log.exception("could not notify workers of quiz job %s; the reconciler will", job.id)
     return row
-
-
-def total(attempt: QuizAttempt) -> None:
-    """The attempt's score from its answers (also after a worker graded a code answer)."""
-    attempt.score = sum(a.points for a in attempt.answers)
-    attempt.max_score = sum(a.max_points for a in attempt.answers)
-    attempt.needs_manual = any(a.answered_at is not None and a.correct is None
-                               and a.state != "pending" for a in attempt.answers)
 
 
 def submit_attempt(session: Session, attempt: QuizAttempt, now=None) -> QuizAttempt:
@@ -201,7 +194,7 @@ def submit_attempt(session: Session, attempt: QuizAttempt, now=None) -> QuizAtte
     for row in attempt.answers:
         if row.state != "pending":
             row.state = "final"
-    total(attempt)
+    quiz_policy.total(attempt)
     session.flush()
     return attempt
 
@@ -231,7 +224,7 @@ def grade_answer_manually(session: Session, grader: User, answer: QuizAnswer, po
     answer.points, answer.correct = points, points >= answer.max_points
     if comment:
         answer.feedback = comment
-    total(answer.attempt)
+    quiz_policy.total(answer.attempt)
     session.flush()
     return grade
 
