@@ -108,7 +108,7 @@ def answer(slug: str, question_id: str):
 @login_required
 def answer_status(attempt_id: int, question_id: str):
     """A code answer's state for the page's poller: pending, then the feedback to show."""
-    row = db().get(QuizAttempt, attempt_id)
+    row = quizzes.get_attempt(db(), attempt_id)
     if row is None or (row.user_id != current_user.id and not current_user.is_instructor):
         abort(404)
     items = [i for i in _attempt_items(row, quiz_language(), with_forms=False)
@@ -138,7 +138,7 @@ def submit(slug: str):
 @bp.get("/quiz/attempts/<int:attempt_id>")
 @login_required
 def attempt(attempt_id: int):
-    row = db().get(QuizAttempt, attempt_id)
+    row = quizzes.get_attempt(db(), attempt_id)
     if row is None or (row.user_id != current_user.id and not current_user.is_instructor):
         abort(404)
     lang = quiz_language()

@@ -22,7 +22,7 @@ import functools
 import logging
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.orm import Session, joinedload, selectinload
 
 from ..models import (Assignment, GradingJob, ManualGrade, QuizAnswer, QuizAttempt, QuizTry,
                       Submission, User, utcnow)
@@ -56,10 +56,21 @@ def student_key(user: User, attempt_number: int = 1) -> str:
     return f"user:{user.id}" if attempt_number <= 1 else f"user:{user.id}:attempt:{attempt_number}"
 
 
+def _with_answers():
+    """The attempt's answers, their tries and manual grades in three queries, not one per row."""
+    answers = selectinload(QuizAttempt.answers)
+    return (answers.selectinload(QuizAnswer.tries),
+            answers.selectinload(QuizAnswer.manual_grades))
+
+
 def open_attempt(session: Session, user: User, assignment: Assignment) -> QuizAttempt | None:
     return session.scalar(select(QuizAttempt).where(
         QuizAttempt.user_id == user.id, QuizAttempt.assignment_id == assignment.id,
-        QuizAttempt.status == "open"))
+        QuizAttempt.status == "open").options(*_with_answers()))
+
+
+def get_attempt(session: Session, attempt_id: int) -> QuizAttempt | None:
+    return session.get(QuizAttempt, attempt_id, options=_with_answers())
 
 
 def start_attempt(session: Session, user: User, assignment: Assignment,
