@@ -5,8 +5,10 @@ Stable API for the web app:
 * ``load_bank(path=None) -> Bank``: every ``questions/bank/*.yaml`` (or ``path``). Iterate it
   (sorted by id), ``bank.get(id)`` (KeyError if absent), ``id in bank``, ``bank.errors`` (files
   that failed to load, each ``"<file>: <field>: <problem>"``; valid files still load).
-* ``variant_seed(student_key, question_id) -> int``: reproducible per student and question,
-  independent of the language.
+* ``variant_seed(student_key, question_id, secret=None) -> int``: reproducible per student
+  and question, independent of the language. The web app passes its quiz secret (an HMAC
+  key), so no one without it can compute a student's variant; ``None`` gives public seeds
+  (exports, previews, tests).
 * ``render(question, seed, lang="en") -> dict``: what the browser may see: ``id, kind, lang,
   title, prompt`` (Markdown, parameters filled in), ``points, difficulty, topics, params`` and,
   by kind, ``options`` / ``items`` / ``left`` + ``right`` (lists of ``{id, text}`` with opaque

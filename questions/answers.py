@@ -189,7 +189,9 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
         if not isinstance(answer, str):
             raise AnswerFormatError("expected Python source code as a string")
         fraction, ok, feedback, details = grade_code(question, seed, answer, lang, sandbox=sandbox)
-        return result(fraction, ok, feedback, **details)
+        # the test calls' verdict without the explanation: what a quiz that still allows tries
+        # may show (which call failed and why names no part of the solution)
+        return result(fraction, ok, feedback, **details, verdict=feedback)
     if kind == "free_text":
         if not isinstance(answer, str) or not answer.strip():
             raise AnswerFormatError("expected a non-empty text")

@@ -59,7 +59,9 @@ def list_(directory: str | None, as_json: bool, topic: str | None, kind: str | N
 @click.argument("question_id")
 @click.option("--bank", "directory", type=click.Path(file_okay=False), help=BANK_HELP)
 @click.option("--lang", type=click.Choice(LANGS), default="en", show_default=True)
-@click.option("--student", default="demo", show_default=True, help="student key that picks the variant")
+@click.option("--student", default=None,
+              help="a student's key (user:<id>): their own variant, which needs the server's "
+                   "quiz secret; without it a public preview variant is shown")
 @click.option("--answer", "show_answer", is_flag=True, help="also print the answer (instructors)")
 @click.option("--grade", "student_answer", help="grade this answer (JSON for lists/maps, else text)")
 def show(question_id, directory, lang, student, show_answer, student_answer) -> None:
@@ -71,7 +73,11 @@ def show(question_id, directory, lang, student, show_answer, student_answer) -> 
         q = bank.get(question_id)
     except KeyError as exc:
         raise click.ClickException(str(exc.args[0])) from None
-    seed = variant_seed(student, q.id)
+    seed = variant_seed(student, q.id, _server_secret()) if student else \
+        variant_seed(PREVIEW_KEY, q.id)
+    if not student:
+        click.echo("(a public preview variant, not any student's; --student user:<id> on the "
+                   "server shows theirs)", err=True)
     view = render(q, seed, lang)
     click.echo(f"# {view['title']}  [{q.kind}, {q.difficulty}, {format(q.points, 'g')} pt]\n")
     click.echo(view["prompt"] + "\n")
@@ -122,6 +128,25 @@ def export(fmt, lang, variants, directory, output, topic, kind) -> None:
         click.echo(f"wrote {output}", err=True)
     else:
         click.echo(result, nl=False)
+
+
+PREVIEW_KEY = "preview"
+
+
+def _server_secret() -> bytes:
+    """The service's quiz secret, read as the server reads it; a clear error where there is none.
+
+    A student's variant is an HMAC under this secret, so on a machine without it (a student's
+    laptop) no student's numbers or answers can be computed.
+    """
+    from web.config import server_quiz_secret
+
+    secret, where = server_quiz_secret()
+    if secret is None:
+        raise click.ClickException(
+            "no quiz secret is set here, and a student's variant depends on it. On the server, "
+            f"set {where}; or leave out --student for a public preview variant.")
+    return secret
 
 
 def _load(directory):

@@ -6,15 +6,24 @@ student who switches language keeps the same numbers, the same order and the sam
 from __future__ import annotations
 
 import hashlib
+import hmac
 import re
 
 from . import schema
 from .model import Question
 
 
-def variant_seed(student_key: str, question_id: str) -> int:
-    """A reproducible 63-bit seed for one student and one question."""
-    digest = hashlib.sha256(f"attn-grader\x00{student_key}\x00{question_id}".encode()).digest()
+def variant_seed(student_key: str, question_id: str, secret: bytes | None = None) -> int:
+    """A reproducible 63-bit seed for one student and one question.
+
+    The service passes its quiz secret (``web.config.quiz_secret``): the seed is then an
+    HMAC-SHA256 under it, so the package a student installs cannot compute any student's
+    variant or answer key. Without ``secret`` the seed is a public hash of the two keys,
+    for exports, previews and tests.
+    """
+    message = f"attn-grader\x00{student_key}\x00{question_id}".encode()
+    digest = (hmac.new(secret, message, hashlib.sha256).digest() if secret is not None
+              else hashlib.sha256(message).digest())
     return int.from_bytes(digest[:8], "big") >> 1
 
 

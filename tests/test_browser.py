@@ -37,6 +37,7 @@ INSTRUCTOR = {"email": "prof@example.org", "password": "correct horse"}  # seed_
 CORRECT_FILE = CORPUS / "correct" / "einsum.py"
 WRONG_FILE = CORPUS / "buggy" / "scale_constant_64.py"
 NUMERIC_QUESTION, FREE_TEXT_QUESTION = "head-dimension", "derive-score-variance"
+CODE_QUESTION = "causal-mask-code"
 GRADE_TIMEOUT_MS = 120_000
 
 
@@ -190,6 +191,7 @@ def _student_answers(server):
     from questions.answers import solution
     from questions.model import load_bank
     from questions.variants import variant_seed
+    from web.config import quiz_secret
     from web.db import session_factory
     from web.services.users import find_user
 
@@ -198,7 +200,8 @@ def _student_answers(server):
         key = f"user:{user.id}"
     bank = load_bank()
     question = bank.get(NUMERIC_QUESTION)
-    return solution(question, variant_seed(key, NUMERIC_QUESTION))["value"]
+    seed = variant_seed(key, NUMERIC_QUESTION, quiz_secret(server["config"]))  # as the server
+    return solution(question, seed)["value"]
 
 
 def test_student_answers_the_quiz_in_russian(server, student_page):
@@ -220,8 +223,20 @@ def test_student_answers_the_quiz_in_russian(server, student_page):
     page.wait_for_selector(f"#q-{NUMERIC_QUESTION} .feedback.correct")
     assert "Верно" in page.locator(f"#q-{NUMERIC_QUESTION} .feedback").inner_text()
 
+    # A code answer goes to the grading workers: the page shows it as being graded, then the
+    # poller swaps the verdict in without reloading (text typed meanwhile stays put).
+    from questions.model import load_bank
+    code_box = page.locator(f"#q-{CODE_QUESTION}")
+    code_box.locator(".CodeMirror").wait_for()
+    page.evaluate("([sel, code]) => document.querySelector(sel).CodeMirror.setValue(code)",
+                  [f"#q-{CODE_QUESTION} .CodeMirror",
+                   load_bank().get(CODE_QUESTION).data["model_solution"]])
+    code_box.locator("button").click()
+    page.wait_for_selector(f"#q-{CODE_QUESTION} .feedback.pending")
     free = page.locator(f"#q-{FREE_TEXT_QUESTION}")
     free.locator("textarea").fill("Var(q·k) = d_k, so we divide by √d_k. <script>alert(1)</script>")
+    page.wait_for_selector(f"#q-{CODE_QUESTION} .feedback.correct", timeout=90_000)
+    assert "alert(1)" in free.locator("textarea").input_value()  # no reload happened
     free.locator("button").click()
     page.wait_for_selector(f"#q-{FREE_TEXT_QUESTION} .feedback.pending")
     page.locator(f"#q-{NUMERIC_QUESTION}").scroll_into_view_if_needed()

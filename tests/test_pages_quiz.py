@@ -18,9 +18,15 @@ def _user_id(env, email):
 def _solution(env, email, qid):
     from questions.answers import solution
     from questions.model import load_bank
-    from questions.variants import variant_seed
     question = load_bank().get(qid)
-    return question, solution(question, variant_seed(f"user:{_user_id(env, email)}", qid))
+    return question, solution(question, _seed(env, email, qid))
+
+
+def _seed(env, email, qid):
+    """The student's variant, as the server draws it: keyed by the server's quiz secret."""
+    from questions.variants import variant_seed
+    from web.config import quiz_secret
+    return variant_seed(f"user:{_user_id(env, email)}", qid, quiz_secret(env.config))
 
 
 def _field(qid, name):
@@ -46,8 +52,8 @@ def test_quiz_in_russian_with_feedback_then_the_instructors_grade(env, ada, prof
 
     question, sol = _solution(env, "ada@example.org", SINGLE)
     wrong = next(o["id"] for o in question.data["options"] if not o["correct"])
-    from questions.variants import token, variant_seed
-    seed = variant_seed(f"user:{_user_id(env, 'ada@example.org')}", SINGLE)
+    from questions.variants import token
+    seed = _seed(env, "ada@example.org", SINGLE)
     page = ada.post(f"/quiz/quiz/questions/{SINGLE}",
                     data={_field(SINGLE, "choice"): token(seed, SINGLE, wrong)},
                     follow_redirects=True).get_data(as_text=True)

@@ -11,8 +11,9 @@ from grader.cli import main
 from questions import grade_answer, load_bank, variant_seed
 
 
-def run(*args):
-    result = CliRunner().invoke(main, ["questions", *args], catch_exceptions=False)
+def run(*args, env=None):
+    result = CliRunner().invoke(main, ["questions", *args], catch_exceptions=False,
+                                env={"ATTN_GRADER_QUIZ_SECRET": "cli-test-secret", **(env or {})})
     return result.exit_code, result.output, getattr(result, "stderr", "")
 
 

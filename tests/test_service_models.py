@@ -132,3 +132,29 @@ def test_postgresql_migrations_match_the_models_and_round_trip(_seeded_pg):
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def test_the_sqlite_database_and_its_wal_files_are_private_whatever_the_umask(tmp_path):
+    from web.db import make_engine, upgrade
+
+    url = f"sqlite:///{tmp_path / 'data' / 'grader.db'}"
+    old = os.umask(0)  # the most permissive umask: files would be 0666
+    try:
+        upgrade(url)  # Alembic creates the file through the same engine set-up
+        engine = make_engine(url)
+        with engine.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE probe (x INTEGER)")
+            conn.exec_driver_sql("INSERT INTO probe VALUES (1)")
+            files = sorted(p.name for p in (tmp_path / "data").iterdir())
+            modes = {p.name: stat.S_IMODE(os.stat(p).st_mode) for p in (tmp_path / "data").iterdir()}
+        engine.dispose()
+    finally:
+        os.umask(old)
+    assert files == ["grader.db", "grader.db-shm", "grader.db-wal"]
+    assert modes == {name: 0o600 for name in files}
+
+    loose = tmp_path / "old.db"  # made by an earlier version under a 022 umask
+    loose.write_bytes(b"")
+    os.chmod(loose, 0o644)
+    make_engine(f"sqlite:///{loose}").dispose()
+    assert stat.S_IMODE(os.stat(loose).st_mode) == 0o600

@@ -13,6 +13,9 @@ from web.services.scores import scores_table
 QUESTIONS = ["head-dimension", "masking-value", "chain-rule-attention"]
 
 
+SECRET = b"quiz-test-secret"
+
+
 @pytest.fixture
 def quiz(service):
     session = session_factory(service.engine)()
@@ -39,15 +42,20 @@ def _wrong_option(question_id, seed):
 
 def test_an_attempt_is_graded_per_answer_and_totalled(quiz):
     session, assignment, people = quiz
-    attempt = quizzes.start_attempt(session, people["ada"], assignment)
+    attempt = quizzes.start_attempt(session, people["ada"], assignment, secret=SECRET)
     assert [a.question_id for a in attempt.answers] == QUESTIONS  # unknown ids are skipped
-    assert quizzes.start_attempt(session, people["ada"], assignment) is attempt  # resumed
+    assert quizzes.start_attempt(session, people["ada"], assignment, secret=SECRET) is attempt  # resumed
     seeds = {a.question_id: a.seed for a in attempt.answers}
-    bobs = quizzes.start_attempt(session, people["bob"], assignment)
+    bobs = quizzes.start_attempt(session, people["bob"], assignment, secret=SECRET)
     assert seeds != {a.question_id: a.seed for a in bobs.answers}  # own variants
 
     shown = quizzes.rendered_questions(attempt)
     assert [q["question_id"] for q in shown] == QUESTIONS and shown[0]["question"]
+    with pytest.raises(quizzes.QuizError, match="not one of this question's"):
+        quizzes.answer_question(session, attempt, "masking-value", "not-an-option")
+    with pytest.raises(quizzes.QuizError, match="as a number"):
+        quizzes.answer_question(session, attempt, "head-dimension", "sixty-four")
+    assert all(not a.tries for a in attempt.answers)  # unreadable answers are not tries
     right = quizzes.answer_question(session, attempt, "head-dimension",
                                     _right_answer("head-dimension", seeds["head-dimension"]))
     assert (right.correct, right.points) == (True, 1.0)
@@ -57,10 +65,9 @@ def test_an_attempt_is_graded_per_answer_and_totalled(quiz):
     free = quizzes.answer_question(session, attempt, "chain-rule-attention",
                                    "Gradients flow through softmax by the chain rule.")
     assert free.correct is None  # waits for an instructor
-    with pytest.raises(quizzes.QuizError, match="not one of this question's"):
-        quizzes.answer_question(session, attempt, "masking-value", "not-an-option")
-    with pytest.raises(quizzes.QuizError, match="as a number"):
-        quizzes.answer_question(session, attempt, "head-dimension", "sixty-four")
+    with pytest.raises(quizzes.QuizError, match="one try per question"):
+        quizzes.answer_question(session, attempt, "masking-value", _right_answer(
+            "masking-value", seeds["masking-value"]))  # the default policy: one final try
     with pytest.raises(quizzes.QuizError, match="not part of this quiz"):
         quizzes.answer_question(session, attempt, "output-shape", "1")
 
@@ -90,8 +97,8 @@ def test_an_attempt_is_graded_per_answer_and_totalled(quiz):
 def test_attempt_limits_apply_to_quizzes(quiz):
     session, assignment, people = quiz
     assignment.max_attempts = 1
-    quizzes.submit_attempt(session, quizzes.start_attempt(session, people["ada"], assignment))
+    quizzes.submit_attempt(session, quizzes.start_attempt(session, people["ada"], assignment, secret=SECRET))
     with pytest.raises(quizzes.QuizError, match="no attempts left: 1 of 1"):
-        quizzes.start_attempt(session, people["ada"], assignment)
+        quizzes.start_attempt(session, people["ada"], assignment, secret=SECRET)
     with pytest.raises(quizzes.QuizError, match="not a quiz"):
-        quizzes.start_attempt(session, people["ada"], find_assignment(session, "sdpa"))
+        quizzes.start_attempt(session, people["ada"], find_assignment(session, "sdpa"), secret=SECRET)

@@ -9,6 +9,8 @@ workers that claim jobs from the database itself, and an in-memory rate limiter.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import secrets
 from pathlib import Path
@@ -20,12 +22,16 @@ SETTINGS: dict[str, tuple[type, object, str]] = {
     "INSTANCE_PATH": (str, "instance", "folder for the SQLite database and the secret key"),
     "DATABASE_URL": (str, None, "SQLAlchemy URL; default sqlite:///<instance>/attn_grader.db"),
     "SECRET_KEY": (str, None, "Flask secret; default generated into <instance>/secret_key"),
+    "QUIZ_SECRET": (str, None, "key of the per-student quiz variants (HMAC); default derived "
+                    "from SECRET_KEY"),
     "BROKER_URL": (str, None, "redis://host:port/db to publish jobs through Dramatiq (scale-out)"),
     "BROKER_NAMESPACE": (str, "attn_grader", "prefix of the broker's Redis keys"),
     "RATELIMIT_STORAGE_URI": (str, "memory://", "Flask-Limiter storage (redis://... at scale)"),
     "API_RATE_LIMIT": (str, "120 per minute", "per-token limit on every /api/v1 request"),
     "SANDBOX": (str, "auto", "sandbox level workers pass to grade_source: auto, strict, none"),
     "GRADE_FUNCTION": (str, "grader.grading:grade_source", "module:function that grades code"),
+    "QUIZ_GRADE_FUNCTION": (str, "web.services.quiz_grading:grade_code_try",
+                            "module:function the workers grade quiz code answers with"),
     "MAX_SUBMISSION_BYTES": (int, 64 * 1024, "largest accepted source file"),
     "LEASE_SECONDS": (float, 60.0, "a running job not renewed for this long is presumed lost"),
     "MAX_ATTEMPTS": (int, 3, "claims per job before it is failed as 'grading host lost'"),
@@ -101,6 +107,42 @@ def _instance_secret(instance: Path) -> str:
     with os.fdopen(fd, "w") as fh:
         fh.write(secrets.token_hex(32))
     return path.read_text().strip()
+
+
+QUIZ_SECRET_LABEL = b"attn-grader quiz variants v1"
+
+
+def quiz_secret(config: dict) -> bytes:
+    """The key the quiz variants are an HMAC under (``questions.variants.variant_seed``).
+
+    ``QUIZ_SECRET`` when set, else derived from ``SECRET_KEY``, so that a student's variant
+    (and thus answer key) can only be computed where the server's secret is.
+    """
+    if config.get("QUIZ_SECRET"):
+        return str(config["QUIZ_SECRET"]).encode()
+    if not config.get("SECRET_KEY"):
+        raise ValueError("no quiz secret: set ATTN_GRADER_QUIZ_SECRET or ATTN_GRADER_SECRET_KEY")
+    return hmac.new(str(config["SECRET_KEY"]).encode(), QUIZ_SECRET_LABEL, hashlib.sha256).digest()
+
+
+def server_quiz_secret(environ=None) -> tuple[bytes | None, str]:
+    """The server's quiz secret read the way the server reads it, never generated.
+
+    For instructors' tools on the server (``attn-grader questions show --student``): returns
+    (secret, where it came from), or (None, what was looked for) where no secret is set, as on
+    a student's laptop. Unlike ``load_config`` it never writes a new ``secret_key``.
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get(PREFIX + "QUIZ_SECRET"):
+        return quiz_secret({"QUIZ_SECRET": environ[PREFIX + "QUIZ_SECRET"]}), PREFIX + "QUIZ_SECRET"
+    if environ.get(PREFIX + "SECRET_KEY"):
+        return quiz_secret({"SECRET_KEY": environ[PREFIX + "SECRET_KEY"]}), PREFIX + "SECRET_KEY"
+    instance = Path(environ.get(PREFIX + "INSTANCE_PATH") or SETTINGS["INSTANCE_PATH"][1]).resolve()
+    path = instance / "secret_key"
+    if path.is_file():
+        return quiz_secret({"SECRET_KEY": path.read_text().strip()}), str(path)
+    return None, (f"{PREFIX}QUIZ_SECRET, {PREFIX}SECRET_KEY or {path} "
+                  f"(set {PREFIX}INSTANCE_PATH to the server's instance folder)")
 
 
 def describe() -> list[tuple[str, str, str]]:

@@ -4,9 +4,14 @@ SQLite is used by several processes at once (the web server and the grading work
 every connection runs in WAL mode with a busy timeout, and a transaction that will write
 can start with ``BEGIN IMMEDIATE`` (``write_session``): it takes the write lock up front and
 waits for it, instead of failing later when a read transaction tries to upgrade.
+
+The SQLite file holds password hashes, API token hashes and every student's work, so it is
+created 0600 whatever the umask (and an existing one is tightened); SQLite gives its -wal and
+-shm files the database file's mode.
 """
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,7 +32,7 @@ def make_engine(url: str) -> Engine:
     if parsed.get_backend_name() != "sqlite":
         return create_engine(url, pool_pre_ping=True, future=True)
     if parsed.database and parsed.database != ":memory:":
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        private_sqlite_file(Path(parsed.database))
     engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
 
     @event.listens_for(engine, "connect")
@@ -46,6 +51,25 @@ def make_engine(url: str) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
+
+
+SQLITE_FILE_MODE = 0o600
+
+
+def private_sqlite_file(path: Path) -> None:
+    """Create the database file (and its folder) readable by its owner only, before SQLite does.
+
+    ``os.open``'s mode is masked by the umask, which may only take bits away; the ``chmod``
+    afterwards sets exactly 0600 (also on a file an older version created 0644, and on -wal
+    and -shm files left from then).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, SQLITE_FILE_MODE))
+    for companion in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+        try:
+            os.chmod(companion, SQLITE_FILE_MODE)
+        except FileNotFoundError:
+            pass
 
 
 def get_engine(url: str) -> Engine:

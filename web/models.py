@@ -25,6 +25,12 @@ LATE_POLICIES = ("reject", "accept", "penalty")  # penalty: score * (1 - late_pe
 FEEDBACK_LEVELS = ("full", "score", "after_deadline")  # what a student sees of the checks
 JOB_STATUSES = ("queued", "running", "done", "failed")
 QUEUES = ("cpu", "gpu")
+# How a quiz question may be answered (Assignment.answer_policy): one try whose feedback comes
+# after it and which is final, or several tries each wrong one costing ``try_penalty`` of the
+# points (Moodle's "interactive with multiple tries", PrairieLearn's points per try).
+ANSWER_POLICIES = ("single_try", "penalised_tries")
+QUIZ_ANSWER_STATES = ("open", "pending", "final")  # QuizAnswer.state
+QUIZ_TRY_STATUSES = ("pending", "graded", "failed")
 PREFER_GPU = "prefer-gpu"  # Assignment.device: a GPU if one is free soon, else a CPU
 
 
@@ -139,6 +145,9 @@ class Assignment(Base):
     rate_limit_count: Mapped[int | None] = mapped_column(Integer)  # submissions per window
     rate_limit_seconds: Mapped[int | None] = mapped_column(Integer)
     feedback: Mapped[str] = mapped_column(String(20), default="full")
+    answer_policy: Mapped[str] = mapped_column(String(20), default="single_try",
+                                               server_default="single_try")
+    try_penalty: Mapped[float] = mapped_column(Float, default=1 / 3, server_default="0.3333333333")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
     course: Mapped[Course] = relationship(back_populates="assignments")
@@ -180,12 +189,15 @@ class Submission(Base):
 
 
 class GradingJob(Base):
-    """Dispatch state of one submission; workers claim it with a conditional update."""
+    """Dispatch state of one submission or one quiz code answer (exactly one of the two);
+    workers claim it with a conditional update."""
     __tablename__ = "grading_jobs"
     __table_args__ = (Index("ix_grading_jobs_claim", "status", "queue", "id"),)
     id: Mapped[int] = mapped_column(primary_key=True)
-    submission_id: Mapped[int] = mapped_column(
+    submission_id: Mapped[int | None] = mapped_column(
         ForeignKey("submissions.id", ondelete="CASCADE"), unique=True)
+    quiz_try_id: Mapped[int | None] = mapped_column(
+        ForeignKey("quiz_tries.id", ondelete="CASCADE"), unique=True)
     queue: Mapped[str] = mapped_column(String(10), default="cpu")
     status: Mapped[str] = mapped_column(String(10), default="queued")
     attempts: Mapped[int] = mapped_column(Integer, default=0)  # also the fencing token
@@ -198,7 +210,8 @@ class GradingJob(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
 
-    submission: Mapped[Submission] = relationship(back_populates="job")
+    submission: Mapped[Submission | None] = relationship(back_populates="job")
+    quiz_try: Mapped[QuizTry | None] = relationship(back_populates="job")
 
 
 class Result(Base):
@@ -276,10 +289,45 @@ class QuizAnswer(Base):
     feedback: Mapped[str] = mapped_column(Text, default="")
     details: Mapped[dict | None] = mapped_column(JSON)
     answered_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # open: may be answered (again); pending: a try is with the grading workers; final: no
+    # more tries (the feedback, with the worked solution, may be shown)
+    state: Mapped[str] = mapped_column(String(10), default="open", server_default="open")
 
     attempt: Mapped[QuizAttempt] = relationship(back_populates="answers")
     manual_grades: Mapped[list[ManualGrade]] = relationship(
         back_populates="quiz_answer", order_by="ManualGrade.id")
+    tries: Mapped[list[QuizTry]] = relationship(
+        back_populates="quiz_answer", order_by="QuizTry.number", cascade="all, delete-orphan")
+
+
+class QuizTry(Base):
+    """One answer sent for a question, kept for good: the first is what statistics read.
+
+    ``fraction`` is the share of the question the answer itself earns; ``points`` is that
+    after the attempt policy's penalty for earlier wrong tries. A code answer is ``pending``
+    until a grading worker stores its verdict (``failed``, with ``error``, if it could not).
+    """
+    __tablename__ = "quiz_tries"
+    __table_args__ = (UniqueConstraint("quiz_answer_id", "number",
+                                       name="uq_quiz_tries_answer_number"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    quiz_answer_id: Mapped[int] = mapped_column(
+        ForeignKey("quiz_answers.id", ondelete="CASCADE"), index=True)
+    number: Mapped[int] = mapped_column(Integer)  # 1, 2, ... in the order sent
+    answer: Mapped[object | None] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(10), default="graded")
+    correct: Mapped[bool | None] = mapped_column(Boolean)
+    fraction: Mapped[float | None] = mapped_column(Float)
+    points: Mapped[float] = mapped_column(Float, default=0.0)
+    max_points: Mapped[float] = mapped_column(Float, default=0.0)
+    feedback: Mapped[str] = mapped_column(Text, default="")
+    details: Mapped[dict | None] = mapped_column(JSON)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    graded_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    quiz_answer: Mapped[QuizAnswer] = relationship(back_populates="tries")
+    job: Mapped[GradingJob | None] = relationship(back_populates="quiz_try", uselist=False)
 
 
 class ManualGrade(Base):

@@ -6,6 +6,9 @@ claimant's fencing token: renewals and the final write only succeed while it is 
 job's current attempt, so a worker that was presumed dead and comes back cannot overwrite
 the run that replaced it. SQLite serialises claims with ``BEGIN IMMEDIATE``; PostgreSQL picks
 the next job with ``FOR UPDATE SKIP LOCKED`` so concurrent workers never wait on each other.
+
+A job grades either a submission or a quiz code answer (``quiz_try_id``); both go through
+the same claim, lease and fence, and differ only in what is read before and written after.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.engine import Engine
 
 from ..db import write_session, writing
-from ..models import Assignment, GradingJob, Submission, utcnow
+from ..models import Assignment, GradingJob, QuizAnswer, QuizAttempt, QuizTry, Submission, utcnow
 
 J = GradingJob
 
@@ -25,7 +28,7 @@ J = GradingJob
 class Claim:
     """A job this worker holds, with what grading needs."""
     job_id: int
-    submission_id: int
+    submission_id: int | None
     attempt: int  # the fencing token
     max_attempts: int
     queue: str
@@ -33,6 +36,11 @@ class Claim:
     code: str
     device: str
     worker: str
+    # a quiz code answer: the try, and the variant it is graded on
+    quiz_try_id: int | None = None
+    question_id: str | None = None
+    seed: int | None = None
+    lang: str = "en"
 
 
 def _claimable(now):
@@ -45,9 +53,21 @@ def _take(conn, job_condition, worker: str, lease_seconds: float, now) -> Claim 
         update(J).where(job_condition, _claimable(now))
         .values(status="running", attempts=J.attempts + 1, worker=worker, started_at=now,
                 lease_until=now + timedelta(seconds=lease_seconds))
-        .returning(J.id, J.submission_id, J.attempts, J.max_attempts, J.queue)).first()
+        .returning(J.id, J.submission_id, J.quiz_try_id, J.attempts, J.max_attempts,
+                   J.queue)).first()
     if row is None:
         return None
+    if row.quiz_try_id is not None:
+        answer = conn.execute(
+            select(QuizTry.answer, QuizAnswer.question_id, QuizAnswer.seed, QuizAttempt.lang)
+            .join(QuizAnswer, QuizAnswer.id == QuizTry.quiz_answer_id)
+            .join(QuizAttempt, QuizAttempt.id == QuizAnswer.attempt_id)
+            .where(QuizTry.id == row.quiz_try_id)).one()
+        return Claim(job_id=row.id, submission_id=None, attempt=row.attempts,
+                     max_attempts=row.max_attempts, queue=row.queue,
+                     task_id=f"quiz:{answer.question_id}", code=answer.answer, device="cpu",
+                     worker=worker, quiz_try_id=row.quiz_try_id,
+                     question_id=answer.question_id, seed=answer.seed, lang=answer.lang)
     sub = conn.execute(
         select(Submission.task_id, Submission.code, Assignment.device)
         .join(Assignment, Assignment.id == Submission.assignment_id)
@@ -107,6 +127,11 @@ def finish(engine: Engine, claim: Claim, report: dict, now=None) -> bool:
             .values(status="done", finished_at=now, lease_until=None, error=None))
         if fenced.rowcount != 1:
             return False
+        if claim.quiz_try_id is not None:
+            from ..services.quiz_grading import record_result as record_quiz_result
+
+            record_quiz_result(session, claim.quiz_try_id, report, now)
+            return True
         submission = session.get(Submission, claim.submission_id)
         record_result(session, submission, report, kind="grade", job_attempt=claim.attempt,
                       worker=claim.worker, now=now)
@@ -129,6 +154,12 @@ def release(engine: Engine, claim: Claim, error: str, now=None) -> str | None:
                     finished_at=now if exhausted else None))
         if fenced.rowcount != 1:
             return None
+        if claim.quiz_try_id is not None:
+            if exhausted:
+                from ..services.quiz_grading import fail_job
+
+                fail_job(session, claim.quiz_try_id, f"grading failed: {error}", now)
+            return status
         session.execute(update(Submission).where(Submission.id == claim.submission_id).values(
             status=status, error=f"grading failed: {error}" if exhausted else None))
         return status

@@ -43,16 +43,21 @@ def reconcile(engine: Engine, dispatcher=None, *, queued_stale_seconds: float = 
     expired = and_(J.status == "running", J.lease_until < now)
     with write_session(engine) as session:
         lost = session.execute(
-            select(J.id, J.attempts, J.submission_id)
+            select(J.id, J.attempts, J.submission_id, J.quiz_try_id)
             .where(expired, J.attempts >= J.max_attempts)).all()
-        for job_id, attempts, submission_id in lost:
+        for job_id, attempts, submission_id, quiz_try_id in lost:
             message = f"{HOST_LOST}: the worker stopped responding during {attempts} attempts"
             changed = session.execute(
                 update(J).where(J.id == job_id, J.attempts == attempts, expired)
                 .values(status="failed", error=message, finished_at=now, lease_until=None))
             if changed.rowcount == 1:
-                session.execute(update(Submission).where(Submission.id == submission_id)
-                                .values(status="failed", error=message))
+                if quiz_try_id is not None:  # a quiz code answer: kept, marked not graded
+                    from ..services.quiz_grading import fail_job
+
+                    fail_job(session, quiz_try_id, message, now)
+                else:
+                    session.execute(update(Submission).where(Submission.id == submission_id)
+                                    .values(status="failed", error=message))
                 report.failed.append(job_id)
 
         fallback = now - timedelta(seconds=queued_stale_seconds if gpu_fallback_seconds is None

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 
 EXIT_STUCK = 75  # the process exited because a grading run outlived MAX_GRADE_SECONDS
+QUIZ_GRADE_FUNCTION = "web.services.quiz_grading:grade_code_try"
 
 
 def default_worker_name() -> str:
@@ -38,9 +39,12 @@ def default_worker_name() -> str:
 
 class GradingWorker:
     def __init__(self, engine: Engine, config: dict, grade_fn=None, name: str | None = None,
-                 on_stuck=None):
+                 on_stuck=None, quiz_grade_fn=None):
         self.engine, self.config = engine, config
         self.grade_fn = grade_fn or load_grade_function(config["GRADE_FUNCTION"])
+        # quiz code answers: f(question_id, seed, code, lang, sandbox=) -> AnswerResult dict
+        self.quiz_grade_fn = quiz_grade_fn or load_grade_function(
+            config.get("QUIZ_GRADE_FUNCTION") or QUIZ_GRADE_FUNCTION)
         self.name = name or default_worker_name()
         self.lease_seconds = float(config["LEASE_SECONDS"])
         # A grading run longer than this is presumed stuck (the sandbox ends a student's
@@ -66,10 +70,15 @@ class GradingWorker:
                                    name=f"lease-{claim.job_id}", daemon=True)
         renewer.start()
         try:
-            device = "cuda" if claim.queue == "gpu" else "cpu"
-            report = self.grade_fn(claim.code, claim.task_id,
-                                   sandbox=self.config["SANDBOX"], device=device)
-            data = report_to_dict(report)
+            if claim.quiz_try_id is not None:
+                data = report_to_dict(self.quiz_grade_fn(
+                    claim.question_id, claim.seed, claim.code, claim.lang,
+                    sandbox=self.config["SANDBOX"]))
+            else:
+                device = "cuda" if claim.queue == "gpu" else "cpu"
+                report = self.grade_fn(claim.code, claim.task_id,
+                                       sandbox=self.config["SANDBOX"], device=device)
+                data = report_to_dict(report)
         except Exception as exc:  # the grader itself failed: not the student's fault
             log.error("job %s attempt %s: grader error\n%s", claim.job_id, claim.attempt,
                       traceback.format_exc())

@@ -16,7 +16,7 @@ from wtforms.validators import (DataRequired, EqualTo, InputRequired, Length, Nu
                                 Regexp, ValidationError)
 
 from ..auth import MIN_PASSWORD_LENGTH
-from ..models import FEEDBACK_LEVELS, LATE_POLICIES
+from ..models import ANSWER_POLICIES, FEEDBACK_LEVELS, LATE_POLICIES
 
 EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
 
@@ -131,6 +131,11 @@ class AssignmentSettingsForm(FlaskForm):
         ("score", "only the score"),
         ("after_deadline", "the score before the deadline, every check after it")]))
     question_ids = MultiCheckboxField("Questions in this quiz", choices=[])
+    answer_policy = SelectField("How questions may be answered", choices=options([
+        ("single_try", "one try per question, feedback (and worked solution) after it"),
+        ("penalised_tries", "several tries, each wrong try costs a share of the points")]))
+    try_penalty = FloatField("Share of the points each wrong try costs (0.05–1)",
+                             default=1 / 3, validators=[Optional(), NumberRange(min=0.05, max=1)])
     submit = SubmitField("Save settings")
 
     def validate(self, extra_validators=None) -> bool:
@@ -149,6 +154,7 @@ class AssignmentSettingsForm(FlaskForm):
 
 assert set(LATE_POLICIES) == {"reject", "accept", "penalty"}
 assert set(FEEDBACK_LEVELS) == {"full", "score", "after_deadline"}
+assert set(ANSWER_POLICIES) == {"single_try", "penalised_tries"}
 
 
 def answer_form(question: dict, previous=None) -> FlaskForm:

@@ -92,6 +92,17 @@ def assignment(slug: str):
     return render_template("instructor/assignment.html", **context)
 
 
+@bp.get("/assignments/<slug>/quiz-questions.csv")
+@instructor_required
+def question_stats_csv(slug: str):
+    item = _assignment(slug)
+    if item.kind != "quiz":
+        abort(404)
+    text = analytics.question_stats_csv(analytics.question_stats(db(), item, _bank()))
+    return Response(text, mimetype="text/csv",
+                    headers={"Content-Disposition": f"attachment; filename={slug}-questions.csv"})
+
+
 @bp.post("/assignments/<slug>/regrade")
 @instructor_required
 def regrade_assignment(slug: str):
@@ -115,7 +126,7 @@ def settings(slug: str):
         if not form.is_submitted():
             form.question_ids.data = list(item.question_ids or [])
     else:
-        del form.question_ids
+        del form.question_ids, form.answer_policy, form.try_penalty
     if form.validate_on_submit():
         data = {name: field.data for name, field in form._fields.items()}
         review.apply_settings(item, data)

@@ -1,12 +1,14 @@
 """Quiz pages: the student's own variant in their language, answered one question at a time."""
 from __future__ import annotations
 
-from flask import (Blueprint, abort, current_app, flash, redirect, render_template, request,
-                   session, url_for)
+from flask import (Blueprint, abort, current_app, flash, jsonify, redirect, render_template,
+                   request, session, url_for)
 from flask_login import current_user, login_required
 
+from ..config import quiz_secret
+from ..extensions import state
 from ..models import QuizAttempt
-from ..services import courses, progress, quizzes
+from ..services import courses, progress, quiz_policy, quizzes
 from .auth import _safe_next
 from .forms import ActionForm, LanguageForm, answer_form, answer_from_form
 from .helpers import LANGUAGES, db, quiz_language
@@ -29,9 +31,11 @@ def _attempt_items(attempt: QuizAttempt, lang: str, with_forms: bool) -> list[di
                                               attempt.answers), start=1):
         question = shown["question"]
         manual = row.manual_grades[-1] if row.manual_grades else None
+        closed = row.state == "final" or attempt.status != "open"
         items.append({**shown, "number": number, "row": row, "manual": manual,
                       "answered": row.answered_at is not None,
-                      "form": answer_form(question, row.answer) if with_forms else None})
+                      "form": answer_form(question, row.answer) if with_forms and not closed
+                      else None})
     return items
 
 
@@ -48,6 +52,8 @@ def quiz(slug: str):
     items = _attempt_items(attempt, lang, with_forms=True) if attempt else []
     return render_template("quiz/quiz.html", assignment=assignment, attempt=attempt, items=items,
                            past=past, lang=lang, standing=progress.standing(session_db, current_user, assignment),
+                           policy_penalty=quiz_policy.penalty(assignment),
+                           tries_allowed=quiz_policy.tries_allowed(assignment),
                            action_form=ActionForm(), lang_form=LanguageForm(lang=lang))
 
 
@@ -57,7 +63,8 @@ def start(slug: str):
     assignment = _quiz(slug)
     if ActionForm().validate_on_submit():
         try:
-            quizzes.start_attempt(db(), current_user, assignment, lang=quiz_language())
+            quizzes.start_attempt(db(), current_user, assignment, lang=quiz_language(),
+                                  secret=quiz_secret(current_app.config))
             db().commit()
         except quizzes.QuizError as exc:
             db().rollback()
@@ -84,14 +91,34 @@ def answer(slug: str, question_id: str):
         problems = "; ".join(e for errors in form.errors.values() for e in errors)
         flash(f"Answer not saved: {problems}", "error")
     else:
-        try:
+        config = current_app.config
+        try:  # a code answer is queued for the grading workers, never run in this process
             quizzes.answer_question(session_db, attempt, question_id, answer_from_form(shown, form),
-                                    lang=lang, sandbox=current_app.config["SANDBOX"])
+                                    lang=lang, dispatcher=state().dispatcher,
+                                    max_job_attempts=config["MAX_ATTEMPTS"],
+                                    max_code_bytes=config["MAX_SUBMISSION_BYTES"])
             session_db.commit()
         except quizzes.QuizError as exc:
             session_db.rollback()
             flash(f"Answer not accepted: {exc}", "error")
     return redirect(url_for("quiz.quiz", slug=slug) + f"#q-{question_id}")
+
+
+@bp.get("/quiz/attempts/<int:attempt_id>/questions/<question_id>/status.json")
+@login_required
+def answer_status(attempt_id: int, question_id: str):
+    """A code answer's state for the page's poller: pending, then the feedback to show."""
+    row = quizzes.get_attempt(db(), attempt_id)
+    if row is None or (row.user_id != current_user.id and not current_user.is_instructor):
+        abort(404)
+    items = [i for i in _attempt_items(row, quiz_language(), with_forms=False)
+             if i["question_id"] == question_id]
+    if not items:
+        abort(404)
+    item = items[0]
+    html = render_template("quiz/_feedback.html", item=item, attempt=row)
+    return jsonify(state=item["row"].state, pending=item["row"].state == "pending",
+                   open=item["row"].state == "open" and row.status == "open", html=html)
 
 
 @bp.post("/quiz/<slug>/submit")
@@ -111,7 +138,7 @@ def submit(slug: str):
 @bp.get("/quiz/attempts/<int:attempt_id>")
 @login_required
 def attempt(attempt_id: int):
-    row = db().get(QuizAttempt, attempt_id)
+    row = quizzes.get_attempt(db(), attempt_id)
     if row is None or (row.user_id != current_user.id and not current_user.is_instructor):
         abort(404)
     lang = quiz_language()

@@ -3,19 +3,24 @@
 All functions read the database and return plain dicts/lists; the pages draw them.
 Item statistics follow classical test theory: *facility* is the mean fraction of the
 points students got; the *discrimination index* is the facility among the top 27 % of
-attempts (by total quiz score) minus that among the bottom 27 %.
+students (by the total of the attempt counted) minus that among the bottom 27 %. Both read
+each student's FIRST answer: the first try at each question in their first submitted
+attempt. Later tries and retakes come after the feedback (and, once a question is final,
+the worked solution), so counting them would make every question look easy.
 """
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 
 import numpy as np
 from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session, selectinload
 
-from ..models import (Assignment, CheckResult, Course, GradingJob, QuizAttempt, Result,
-                      Submission, utcnow)
+from ..models import (Assignment, CheckResult, Course, GradingJob, QuizAnswer, QuizAttempt,
+                      QuizTry, Result, Submission, utcnow)
+from .csv_export import csv_text
 from .scores import scores_table
 
 GROUP_SHARE = 0.27  # Kelley's upper/lower groups
@@ -149,12 +154,37 @@ def attempt_rows(session: Session, assignment: Assignment, limit: int = 200) -> 
         .order_by(QuizAttempt.id.desc()).limit(limit)))
 
 
+def first_answer(row: QuizAnswer, first_try: QuizTry | None):
+    """What a student answered first to this question: its first try with an automatic
+    verdict, else the answer row itself (free text, whose grade is the instructor's)."""
+    if first_try is None:
+        return row
+    return SimpleNamespace(answer=first_try.answer, seed=row.seed,
+                           answered_at=first_try.created_at, correct=first_try.correct,
+                           points=first_try.points,
+                           max_points=first_try.max_points or row.max_points)
+
+
 def question_stats(session: Session, assignment: Assignment, bank=None) -> list[dict]:
-    """Per question: responses, facility, discrimination and the answer distribution."""
-    attempts = session.scalars(
+    """Per question: responses, facility, discrimination and the answer distribution,
+    all from each student's first answers (see the module docstring)."""
+    submitted = session.scalars(
         select(QuizAttempt).where(QuizAttempt.assignment_id == assignment.id,
                                   QuizAttempt.status == "submitted")
-        .options(selectinload(QuizAttempt.answers))).all()
+        .options(selectinload(QuizAttempt.answers))
+        .order_by(QuizAttempt.id)).all()
+    first_tries: dict[int, QuizTry] = {}  # one query, whatever the course's size
+    for tried in session.scalars(
+            select(QuizTry).join(QuizAnswer, QuizAnswer.id == QuizTry.quiz_answer_id)
+            .join(QuizAttempt, QuizAttempt.id == QuizAnswer.attempt_id)
+            .where(QuizAttempt.assignment_id == assignment.id, QuizAttempt.status == "submitted",
+                   QuizTry.status == "graded", QuizTry.correct.is_not(None))
+            .order_by(QuizTry.quiz_answer_id, QuizTry.number)):
+        first_tries.setdefault(tried.quiz_answer_id, tried)
+    firsts: dict[int, QuizAttempt] = {}
+    for attempt in submitted:
+        firsts.setdefault(attempt.user_id, attempt)  # the lowest id: the earliest
+    attempts = list(firsts.values())
     ranked = sorted(attempts, key=lambda a: (a.score or 0.0) / (a.max_score or 1.0))
     size = max(1, round(GROUP_SHARE * len(ranked))) if len(ranked) >= 2 else 0
     lower = {a.id for a in ranked[:size]}
@@ -163,7 +193,8 @@ def question_stats(session: Session, assignment: Assignment, bank=None) -> list[
     by_question: dict[str, list] = defaultdict(list)
     for attempt in attempts:
         for answer in attempt.answers:
-            by_question[answer.question_id].append((attempt.id, answer))
+            by_question[answer.question_id].append(
+                (attempt.id, first_answer(answer, first_tries.get(answer.id))))
     out = []
     for position, qid in enumerate(assignment.question_ids or []):
         rows = by_question.get(qid, [])
@@ -187,6 +218,20 @@ def question_stats(session: Session, assignment: Assignment, bank=None) -> list[
             "distribution": answer_distribution(question, [a for _, a in rows]),
         })
     return out
+
+
+QUESTION_STATS_COLUMNS = ("position", "question_id", "title", "kind", "responses", "pending",
+                          "facility", "discrimination", "answers")
+
+
+def question_stats_csv(stats: list[dict]) -> str:
+    """``question_stats`` as CSV; the answer distribution (students' own text) in one cell."""
+    def answers(q):
+        return "; ".join(f"{'✓ ' if d['correct'] else ''}{d['label']}: {d['count']}"
+                         for d in q["distribution"])
+    return csv_text(QUESTION_STATS_COLUMNS, (
+        [q["position"], q["question_id"], q["title"], q["kind"], q["responses"], q["pending"],
+         q["facility"], q["discrimination"], answers(q)] for q in stats))
 
 
 def answer_distribution(question, answers: list) -> list[dict]:
@@ -237,6 +282,13 @@ def _percentiles(values: list[float]) -> dict:
             "p95": float(np.percentile(arr, 95)), "max": float(arr.max())}
 
 
+def _job_loads():
+    """What the job monitor shows of each job: its submission's or quiz answer's student."""
+    return (selectinload(GradingJob.submission).selectinload(Submission.user),
+            selectinload(GradingJob.quiz_try).selectinload(QuizTry.quiz_answer)
+            .selectinload(QuizAnswer.attempt).selectinload(QuizAttempt.user))
+
+
 def job_stats(session: Session, now: datetime | None = None, hours: float = 24.0,
               listed: int = 50) -> dict:
     """Counts by status, open and failed jobs, wait/grading percentiles, workers seen."""
@@ -246,11 +298,11 @@ def job_stats(session: Session, now: datetime | None = None, hours: float = 24.0
         select(GradingJob.status, func.count()).group_by(GradingJob.status)).all())
     open_jobs = session.scalars(
         select(GradingJob).where(GradingJob.status.in_(("queued", "running")))
-        .options(selectinload(GradingJob.submission).selectinload(Submission.user))
+        .options(*_job_loads())
         .order_by(GradingJob.id).limit(listed)).all()
     failed = session.scalars(
         select(GradingJob).where(GradingJob.status == "failed")
-        .options(selectinload(GradingJob.submission).selectinload(Submission.user))
+        .options(*_job_loads())
         .order_by(GradingJob.id.desc()).limit(listed)).all()
     finished = session.execute(
         select(GradingJob.queued_at, GradingJob.started_at, GradingJob.finished_at)

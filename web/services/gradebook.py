@@ -10,12 +10,10 @@
 """
 from __future__ import annotations
 
-import csv
-import io
-
 from sqlalchemy.orm import Session
 
 from ..models import Course
+from .csv_export import csv_text
 from .scores import scores_csv, scores_table
 
 LAYOUTS = ("plain", "canvas", "moodle")
@@ -32,8 +30,11 @@ def _pivot(session: Session, course: Course):
     return assignments, list(students.values())
 
 
-def _number(value) -> str:
-    return "" if value is None else f"{value:g}"
+def _number(value):
+    """A score as the gradebooks read it: 6 rather than 6.0; a number, never a formula."""
+    if value is None:
+        return ""
+    return int(value) if float(value).is_integer() else float(f"{value:g}")
 
 
 def export_csv(session: Session, course: Course, layout: str = "plain") -> str:
@@ -42,22 +43,16 @@ def export_csv(session: Session, course: Course, layout: str = "plain") -> str:
     if layout == "plain":
         return scores_csv(scores_table(session, course))
     assignments, students = _pivot(session, course)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
     titles = [f"{a.title} ({a.slug})" for a in assignments]
     if layout == "canvas":
-        writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *titles])
         tops = []
         for a in assignments:
             known = [s["max"][a.slug] for s in students if s["max"].get(a.slug) is not None]
             tops.append(_number(max(known)) if known else "")
-        writer.writerow(["    Points Possible", "", "", "", "", *tops])
-        for s in students:
-            writer.writerow([s["name"], "", "", s["email"], course.title,
-                             *(_number(s["scores"].get(a.slug)) for a in assignments)])
-    else:
-        writer.writerow(["Email address", "Full name", *titles])
-        for s in students:
-            writer.writerow([s["email"], s["name"],
-                             *(_number(s["scores"].get(a.slug)) for a in assignments)])
-    return out.getvalue()
+        rows = [["    Points Possible", "", "", "", "", *tops]]
+        rows += [[s["name"], "", "", s["email"], course.title,
+                  *(_number(s["scores"].get(a.slug)) for a in assignments)] for s in students]
+        return csv_text(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *titles], rows)
+    return csv_text(["Email address", "Full name", *titles],
+                    ([s["email"], s["name"], *(_number(s["scores"].get(a.slug)) for a in assignments)]
+                     for s in students))

@@ -1,18 +1,35 @@
 """Quiz attempts: each student gets their own variant of every question, graded on answer.
 
 The question bank (``questions``) renders and grades; this module stores what was shown
-(the variant seed), what was answered and the points, and lets instructors grade answers the
-bank leaves to a person (``correct is None``) or override a grade.
+(the variant seed), every answer sent (``QuizTry``, the first one kept for the statistics)
+and the points, and lets instructors grade answers the bank leaves to a person
+(``correct is None``) or override a grade.
+
+Integrity rules:
+
+- Variants are an HMAC under the server's quiz secret (``web.config.quiz_secret``), so the
+  package a student installs cannot compute anyone's numbers or answer key.
+- Code answers are never run here: they become a ``GradingJob`` for the sandboxed grading
+  workers (``quiz_grading``), and the answer is ``pending`` until a worker stores its verdict.
+- The assignment's ``answer_policy`` decides how often a question may be answered: one try
+  (final, its feedback shown after it), or several tries each wrong one costing
+  ``try_penalty`` of the points (``quiz_policy``). The feedback, which carries the worked
+  solution, is shown only once a question is final.
 """
 from __future__ import annotations
 
 import functools
+import logging
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.orm import Session, joinedload, selectinload
 
-from ..models import Assignment, ManualGrade, QuizAnswer, QuizAttempt, Submission, User, utcnow
-from .submissions import SubmissionRejected, iso
+from ..models import (Assignment, GradingJob, ManualGrade, QuizAnswer, QuizAttempt, QuizTry,
+                      Submission, User, utcnow)
+from . import quiz_policy
+from .submissions import DEFAULT_MAX_BYTES, SubmissionRejected, decode_source, iso
+
+log = logging.getLogger(__name__)
 
 
 class QuizError(ValueError):
@@ -30,20 +47,38 @@ def _question(question_id: str):
     return _bank().get(question_id)
 
 
-def student_key(user: User) -> str:
-    """What a student's variants are derived from: stable for the account's lifetime."""
-    return f"user:{user.id}"
+def student_key(user: User, attempt_number: int = 1) -> str:
+    """What a student's variants are derived from: stable for the account's lifetime.
+
+    A second or later attempt at the same quiz gets fresh variants (new numbers, new option
+    order), so seeing the worked solutions of one attempt does not hand over the next.
+    """
+    return f"user:{user.id}" if attempt_number <= 1 else f"user:{user.id}:attempt:{attempt_number}"
+
+
+def _with_answers():
+    """The attempt's answers, their tries and manual grades in three queries, not one per row."""
+    answers = selectinload(QuizAttempt.answers)
+    return (answers.selectinload(QuizAnswer.tries),
+            answers.selectinload(QuizAnswer.manual_grades))
 
 
 def open_attempt(session: Session, user: User, assignment: Assignment) -> QuizAttempt | None:
     return session.scalar(select(QuizAttempt).where(
         QuizAttempt.user_id == user.id, QuizAttempt.assignment_id == assignment.id,
-        QuizAttempt.status == "open"))
+        QuizAttempt.status == "open").options(*_with_answers()))
+
+
+def get_attempt(session: Session, attempt_id: int) -> QuizAttempt | None:
+    return session.get(QuizAttempt, attempt_id, options=_with_answers())
 
 
 def start_attempt(session: Session, user: User, assignment: Assignment,
-                  lang: str = "en", now=None) -> QuizAttempt:
-    """The student's open attempt, or a new one (subject to deadline and attempt limits)."""
+                  lang: str = "en", now=None, *, secret: bytes) -> QuizAttempt:
+    """The student's open attempt, or a new one (subject to deadline and attempt limits).
+
+    ``secret`` is the server's quiz secret (``web.config.quiz_secret(config)``).
+    """
     from questions.variants import variant_seed
 
     if assignment.kind != "quiz":
@@ -52,22 +87,23 @@ def start_attempt(session: Session, user: User, assignment: Assignment,
     if existing is not None:
         return existing
     now = now or utcnow()
+    used = session.scalar(select(func.count(QuizAttempt.id)).where(
+        QuizAttempt.user_id == user.id, QuizAttempt.assignment_id == assignment.id))
     if not user.is_instructor:
         late = assignment.deadline and now > assignment.deadline
         if late and assignment.late_policy == "reject":
             raise QuizError(
                 f"the deadline for {assignment.slug} passed at {iso(assignment.deadline)}")
-        used = session.scalar(select(func.count(QuizAttempt.id)).where(
-            QuizAttempt.user_id == user.id, QuizAttempt.assignment_id == assignment.id))
         if assignment.max_attempts is not None and used >= assignment.max_attempts:
             raise QuizError(f"no attempts left: {used} of {assignment.max_attempts} used")
     attempt = QuizAttempt(assignment=assignment, user=user, lang=lang, started_at=now)
+    key = student_key(user, used + 1)
     bank = _bank()
     for position, qid in enumerate(assignment.question_ids or []):
         if qid not in bank:
             continue  # a question removed from the bank after the quiz was set up
         attempt.answers.append(QuizAnswer(
-            question_id=qid, position=position, seed=variant_seed(student_key(user), qid),
+            question_id=qid, position=position, seed=variant_seed(key, qid, secret),
             max_points=bank.get(qid).points))
     session.add(attempt)
     session.flush()
@@ -75,7 +111,11 @@ def start_attempt(session: Session, user: User, assignment: Assignment,
 
 
 def rendered_questions(attempt: QuizAttempt, lang: str | None = None) -> list[dict]:
-    """What the student sees: each question rendered for their variant, with their answer."""
+    """What the student sees: each question rendered for their variant, with their answer.
+
+    ``feedback`` is the full feedback only once the question is final; before that it is
+    the policy's short verdict ("not right yet, N tries left"), never the worked solution.
+    """
     from questions.variants import render
 
     bank = _bank()
@@ -84,13 +124,23 @@ def rendered_questions(attempt: QuizAttempt, lang: str | None = None) -> list[di
         shown = render(bank.get(answer.question_id), answer.seed, lang or attempt.lang)
         out.append({"question_id": answer.question_id, "question": shown,
                     "answer": answer.answer, "correct": answer.correct, "points": answer.points,
-                    "max_points": answer.max_points, "feedback": answer.feedback})
+                    "max_points": answer.max_points,
+                    "feedback": quiz_policy.visible_feedback(attempt, answer),
+                    "tries": quiz_policy.try_summary(attempt, answer)})
     return out
 
 
 def answer_question(session: Session, attempt: QuizAttempt, question_id: str, answer, *,
-                    lang: str | None = None, sandbox: str = "auto", now=None) -> QuizAnswer:
-    """Grade and store an answer (replacing an earlier one while the attempt is open)."""
+                    lang: str | None = None, now=None, dispatcher=None,
+                    max_job_attempts: int = 3,
+                    max_code_bytes: int = DEFAULT_MAX_BYTES) -> QuizAnswer:
+    """Store a try at a question and grade it, as the quiz's answer policy allows.
+
+    Choice, numeric, ordering and matching answers are graded here (no student code runs);
+    a code answer is committed with its grading job and the workers are notified, so it
+    comes back ``pending`` and a worker grades it in the sandbox. A free-text answer is
+    saved for the instructor and may be revised until the quiz is submitted.
+    """
     from questions.answers import AnswerFormatError, grade_answer
 
     if attempt.status != "open":
@@ -98,31 +148,64 @@ def answer_question(session: Session, attempt: QuizAttempt, question_id: str, an
     row = next((a for a in attempt.answers if a.question_id == question_id), None)
     if row is None:
         raise QuizError(f"question {question_id!r} is not part of this quiz")
+    refusal = quiz_policy.why_closed(attempt.assignment, row)
+    if refusal:
+        raise QuizError(refusal)
+    now = now or utcnow()
+    question = _question(question_id)
+    if question.kind == "code":
+        return _queue_code_try(session, attempt, row, answer, now, dispatcher, max_job_attempts,
+                               max_code_bytes)
     try:
-        result = grade_answer(_question(question_id), row.seed, answer, lang or attempt.lang,
-                              sandbox=sandbox)
+        result = grade_answer(question, row.seed, answer, lang or attempt.lang)
     except AnswerFormatError as exc:
         raise QuizError(str(exc)) from None
-    row.answer, row.correct, row.points = answer, result.correct, float(result.points)
-    row.max_points, row.feedback = float(result.max_points), result.feedback
-    row.details, row.answered_at = result.details, now or utcnow()
+    tried = QuizTry(number=len(row.tries) + 1, answer=answer, status="pending",
+                    max_points=float(result.max_points), created_at=now)
+    row.tries.append(tried)
+    row.answer, row.answered_at = answer, now
+    quiz_policy.apply_result(attempt, row, tried, result.to_dict(), now)
     session.flush()
     return row
 
 
-def _total(attempt: QuizAttempt) -> None:
-    attempt.score = sum(a.points for a in attempt.answers)
-    attempt.max_score = sum(a.max_points for a in attempt.answers)
-    attempt.needs_manual = any(a.answered_at is not None and a.correct is None
-                               for a in attempt.answers)
+def _queue_code_try(session, attempt, row, code, now, dispatcher, max_job_attempts,
+                    max_code_bytes) -> QuizAnswer:
+    if not isinstance(code, str):
+        raise QuizError("expected Python source code as a string")
+    try:
+        code = decode_source(code, max_code_bytes)
+    except SubmissionRejected as exc:
+        raise QuizError(exc.message) from None
+    tried = QuizTry(number=len(row.tries) + 1, answer=code, status="pending",
+                    max_points=row.max_points, created_at=now)
+    row.tries.append(tried)
+    row.answer, row.answered_at, row.state = code, now, "pending"
+    job = GradingJob(quiz_try=tried, queue="cpu", status="queued", max_attempts=max_job_attempts,
+                     queued_at=now, notified_at=now)
+    session.add(job)
+    session.commit()  # the answer and its job first, then the delivery (as for submissions)
+    if dispatcher is not None:
+        try:
+            dispatcher.notify([(job.id, job.queue)])
+        except Exception:  # the reconciler re-notifies queued jobs; the answer is not lost
+            log.exception("could not notify workers of quiz job %s; the reconciler will", job.id)
+    return row
 
 
 def submit_attempt(session: Session, attempt: QuizAttempt, now=None) -> QuizAttempt:
-    """Close the attempt and total its points (unanswered questions score 0)."""
+    """Close the attempt and total its points (unanswered questions score 0).
+
+    Every answer becomes final, except code answers still with the workers: they are
+    totalled in when their verdict arrives.
+    """
     if attempt.status != "open":
         raise QuizError("this attempt is already submitted")
     attempt.status, attempt.submitted_at = "submitted", now or utcnow()
-    _total(attempt)
+    for row in attempt.answers:
+        if row.state != "pending":
+            row.state = "final"
+    quiz_policy.total(attempt)
     session.flush()
     return attempt
 
@@ -132,7 +215,8 @@ def pending_manual(session: Session, assignment: Assignment) -> list[QuizAnswer]
     return list(session.scalars(
         select(QuizAnswer).join(QuizAttempt)
         .where(QuizAttempt.assignment_id == assignment.id, QuizAttempt.status == "submitted",
-               QuizAnswer.answered_at.is_not(None), QuizAnswer.correct.is_(None))
+               QuizAnswer.answered_at.is_not(None), QuizAnswer.correct.is_(None),
+               QuizAnswer.state != "pending")
         .options(joinedload(QuizAnswer.attempt).joinedload(QuizAttempt.user),
                  joinedload(QuizAnswer.attempt).joinedload(QuizAttempt.assignment))
         .order_by(QuizAnswer.id)))  # the grading page shows each answer's student: no N+1
@@ -151,7 +235,7 @@ def grade_answer_manually(session: Session, grader: User, answer: QuizAnswer, po
     answer.points, answer.correct = points, points >= answer.max_points
     if comment:
         answer.feedback = comment
-    _total(answer.attempt)
+    quiz_policy.total(answer.attempt)
     session.flush()
     return grade
 

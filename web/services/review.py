@@ -4,7 +4,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..models import Assignment, GradingJob, Submission, utcnow
+from ..models import ANSWER_POLICIES, Assignment, GradingJob, Submission, utcnow
 
 SETTING_FIELDS = ("title", "visible", "opens_at", "deadline", "late_policy", "late_penalty",
                   "max_attempts", "rate_limit_count", "rate_limit_seconds", "feedback")
@@ -69,6 +69,11 @@ def apply_settings(assignment: Assignment, data: dict) -> None:
         assignment.late_penalty = 0.0
     if assignment.kind == "quiz" and data.get("question_ids") is not None:
         assignment.question_ids = list(data["question_ids"])
+    if assignment.kind == "quiz" and data.get("answer_policy") in ANSWER_POLICIES:
+        # applies to tries from now on; answers already made keep the points they earned
+        assignment.answer_policy = data["answer_policy"]
+        if data.get("try_penalty") is not None:
+            assignment.try_penalty = float(data["try_penalty"])
 
 
 def reload_bank(run_code: bool = False):

