@@ -72,8 +72,8 @@ class ActionForm(FlaskForm):
 class SubmissionForm(FlaskForm):
     code = TextAreaField("Your code", render_kw={"rows": 24, "spellcheck": "false",
                                                  "autocapitalize": "off"})
-    upload = FileField("…or upload a .py file", validators=[
-        FileAllowed(["py"], "upload a Python file (.py)")])
+    upload = FileField("…or upload a .py file or a Jupyter notebook (.ipynb)", validators=[
+        FileAllowed(["py", "ipynb"], "upload a Python file (.py) or a Jupyter notebook (.ipynb)")])
     submit = SubmitField("Submit for grading")
 
     def validate_code(self, field):
