@@ -218,7 +218,8 @@ def _reset_pg(url: str) -> None:
     engine = get_engine(url)
     with engine.begin() as conn:
         conn.execute(text("TRUNCATE manual_grades, quiz_answers, quiz_attempts, check_results, "
-                          "results, grading_jobs, submissions, assignments "
+                          "results, grading_jobs, submissions, similarity_reports, assignments, "
+                          "invitations, signup_settings "
                           "RESTART IDENTITY CASCADE"))
     with session_factory(engine)() as session:
         ensure_default_course(session)

@@ -11,7 +11,7 @@ from pages_support import ada, bob, db_session, env, grade_queued, prof, sign_in
 PUBLIC = {"auth.sign_in", "auth.sign_up", "auth.forgot_password", "auth.reset_password", "static", "student.pygments_stylesheet", "healthz",
           "metrics", "observability.healthz", "observability.metrics"}
 
-INSTRUCTOR_BLUEPRINTS = ("instructor.", "signup_admin.")
+INSTRUCTOR_BLUEPRINTS = ("instructor.", "signup_admin.", "similarity.")
 
 
 def _page_rules(app):
@@ -43,7 +43,7 @@ def _url(rule, owner: str, subs, attempts, answers) -> str:
     values = {"submission_id": subs[owner], "attempt_id": attempts[owner],
               "answer_id": answers[owner], "slug": "quiz" if "quiz" in rule.rule else "sdpa",
               "position": 0, "plot": "weights", "question_id": "derive-score-variance",
-              "invitation_id": 1}
+              "invitation_id": 1, "report_id": 1, "index": 0}
     return rule.build({k: values[k] for k in rule.arguments}, append_unknown=False)[1]
 
 
@@ -99,7 +99,15 @@ def test_students_never_see_each_others_work(env, ada, bob):
 
 
 def test_instructors_open_every_page(env, ada, bob, prof):
+    from web.models import Assignment, SimilarityReport
+
     subs, attempts, answers = _seed_work(env, ada, bob)
+    with db_session(env) as session:  # a stored similarity report (id 1), for its side-by-side page
+        sdpa = session.query(Assignment).filter_by(slug="sdpa").one()
+        session.add(SimilarityReport(assignment_id=sdpa.id, status="done", pairs=[
+            {"a": subs["ada"], "b": subs["bob"], "similarity_a": 1.0, "similarity_b": 1.0, "tokens": 9,
+             "slices_a": [[0], [5]], "slices_b": [[0], [5]]}]))
+        session.commit()
     broken = []
     for rule in _page_rules(env.app):
         if "GET" not in rule.methods or rule.endpoint == "student.check_plot":
