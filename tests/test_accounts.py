@@ -187,6 +187,8 @@ def test_instructor_closes_sign_up_and_limits_it_to_a_domain(site):
     assert _sign_up(site, "fourth@cs.uni.edu") and _exists(site, "fourth@cs.uni.edu")  # subdomains count
     assert _sign_up(site, "fifth@college.ac.uk") and _exists(site, "fifth@college.ac.uk")
     assert not (_sign_up(site, "sixth@notuni.edu") and _exists(site, "sixth@notuni.edu"))
+    # an address in the domain needs no invitation, and a stale one it carries does not stop it
+    assert _sign_up(site, "seventh@uni.edu", invite="stale-code") and _exists(site, "seventh@uni.edu")
 
     student = site.app.test_client()
     sign_in(student, "ada@example.org")

@@ -113,9 +113,9 @@ def admit(session: Session, email: str, code: str | None, now: datetime | None =
         raise SignupRefused("sign-up is closed on this site; ask your instructor for an account")
     if row.mode == "open":  # an invitation link followed on an open site needs no checking
         return None
-    if row.mode == "domain" and not code:
-        if domain_allowed(row, email):
-            return None
+    if row.mode == "domain" and domain_allowed(row, email):
+        return None  # an invitation they may also hold is kept for someone who needs it
+    if not code and row.mode == "domain":
         raise SignupRefused("sign-up is limited to addresses at " + ", ".join(row.allowed_domains.split())
                             + "; use that address, or ask your instructor for an invitation")
     if not code:

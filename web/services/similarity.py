@@ -154,6 +154,8 @@ def compute_report(engine, report_id: int) -> None:
     """Compare the latest submissions and store the result in report ``report_id``."""
     with session_factory(engine)() as session:
         report = session.get(SimilarityReport, report_id)
+        if report is None:  # its assignment was deleted meanwhile
+            return
         assignment = report.assignment
         submissions = latest_submissions(session, assignment)
         codes = {s.id: s.code for s in submissions}
@@ -167,6 +169,8 @@ def compute_report(engine, report_id: int) -> None:
         pairs, error = None, f"{type(exc).__name__}: {exc}"[:500]
     with session_factory(writing(engine))() as session:
         report = session.get(SimilarityReport, report_id)
+        if report is None:
+            return
         report.status = "failed" if error else "done"
         report.pairs, report.error = pairs, error
         report.submission_count, report.finished_at = len(codes), utcnow()

@@ -67,19 +67,20 @@ def notebook_code(raw: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
         raise SubmissionRejected(f"notebook not accepted: {exc}") from None
 
 
-def notebook_view(submission: Submission, checks: list[dict], error: str | None) -> dict | None:
-    """For a notebook: the checks and error with lines told as cells, and the cell that defines
-    the task's function; None for a .py submission."""
+def notebook_view(submission: Submission, checks: list[dict], error: str | None
+                  ) -> tuple[list[dict], str | None, dict | None]:
+    """For a notebook: the checks and error with their lines told as cells, and which cell
+    defines the task's function; a .py submission's checks and error come back unchanged."""
     if not is_notebook(submission.filename):
-        return None
+        return checks, error, None
     from grader.tasks import TITLES
 
     cells = CellMap.from_script(submission.code)
     function = TITLES.get(submission.task_id, ("", ""))[1]
-    return {"checks": [annotate_check(c, cells) for c in checks],
-            "error": cells.message(error, bare_lines=True) if error else error,
-            "function": function, "function_cell": cells.defining_cell(submission.code, function),
-            "cells": sorted(set(cells.cells))}
+    return ([annotate_check(c, cells) for c in checks],
+            cells.message(error, bare_lines=True) if error else error,
+            {"function": function, "function_cell": cells.defining_cell(submission.code, function),
+             "code_cells": sorted(set(cells.cells))})
 
 
 def attempts_used(session: Session, user: User, assignment: Assignment) -> int:
@@ -204,9 +205,7 @@ def submission_view(submission: Submission, viewer: User, now: datetime | None =
     error = submission.error
     if job is not None and job.status == "failed":
         error = error or job.error
-    notebook = notebook_view(submission, checks, error)
-    if notebook is not None:
-        checks, error = notebook.pop("checks"), notebook.pop("error")
+    checks, error, notebook = notebook_view(submission, checks, error)
     return {
         "id": submission.id, "task": submission.task_id,
         "assignment": submission.assignment.slug, "status": submission.status,
