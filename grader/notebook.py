@@ -69,7 +69,7 @@ def notebook_script(data: bytes | str) -> str:
             raise NotebookError(f"the notebook is not UTF-8 text (byte {exc.start}); save it from "
                                 f"Jupyter again") from None
     try:
-        notebook = nbformat.reads(data, as_version=4)
+        notebook = nbformat.reads(data.lstrip("\ufeff"), as_version=4)  # some editors write a BOM
     except Exception as exc:  # nbformat raises JSON, key and version errors of several kinds
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         raise NotebookError(f"this is not a Jupyter notebook that nbformat can read: {reason}") from None

@@ -61,6 +61,10 @@ def test_code_cells_become_a_script_that_maps_lines_back_to_cells():
     assert cells.defining_cell(script, "multi_head_attention") is None
 
 
+def test_a_notebook_saved_with_a_byte_order_mark_is_read():
+    assert "import math" in notebook_script(("\ufeff" + crashing_notebook()).encode("utf-8"))
+
+
 def test_the_last_definition_is_the_one_graded():
     script = notebook_script(notebook(("code", "def f():\n    return 1"), ("code", "x = 1"),
                                       ("code", "def f():\n    return 2")))
