@@ -5,16 +5,14 @@ import json
 import re
 import subprocess
 import sys
-import threading
 
 import nbformat
 import pytest
-import requests
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from grader.notebook import CellMap, NotebookError, annotate_check, notebook_script, template_notebook
 from pages_support import ada, env, grade_queued  # noqa: F401  (fixtures)
-from service_support import ROOT, env_for, free_port, wait_until
+from service_support import ROOT, env_for, running_server
 
 CRASHING = ("import torch\n\n"
             "def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=False, scale=None):\n"
@@ -202,7 +200,7 @@ def test_the_page_refuses_a_notebook_with_a_shell_line_and_offers_a_starter(env,
     assert starter.get_data(as_text=True) == template_notebook("sdpa")
 
 
-def test_an_oversized_notebook_is_told_to_clear_its_outputs(env, ada):
+def test_an_oversized_notebook_is_told_to_clear_its_outputs():
     from web.services.submissions import SubmissionRejected, notebook_code
 
     with pytest.raises(SubmissionRejected, match="clear its outputs") as error:
@@ -215,27 +213,11 @@ def test_an_oversized_notebook_is_told_to_clear_its_outputs(env, ada):
 @pytest.mark.parametrize("service", ["sqlite"], indirect=True)
 def test_submit_sends_a_notebook_and_prints_its_cells(service, tmp_path):
     # `serve` with a grader whose traceback points at the notebook's `raise`
-    port = free_port()
-    env = env_for({**service.config, "GRADE_FUNCTION": "test_notebooks:traceback_grade"})
-    proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "serve", "--port", str(port),
-                             "--workers", "1"], env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    output = []
-    threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True).start()
-    url = f"http://127.0.0.1:{port}"
-
-    def up():
-        assert proc.poll() is None, "serve exited:\n" + "".join(output)
-        try:
-            return requests.get(url + "/healthz", timeout=1).ok
-        except requests.ConnectionError:
-            return False
-
-    try:
-        wait_until(up, timeout=60, what="the server to answer")
+    config = {**service.config, "GRADE_FUNCTION": "test_notebooks:traceback_grade"}
+    with running_server(config, workers=1) as (url, _output):
         path = tmp_path / "mine.ipynb"
         path.write_text(crashing_notebook())
-        client_env = {**env, "ATTN_GRADER_TOKEN": service.people["ada"]["token"]}
+        client_env = env_for(config, ATTN_GRADER_TOKEN=service.people["ada"]["token"])
         run = subprocess.run([sys.executable, "-m", "grader.cli", "submit", str(path), "--task", "sdpa",
                               "--server", url], env=client_env, cwd=ROOT, capture_output=True, text=True,
                              timeout=120)
@@ -252,6 +234,3 @@ def test_submit_sends_a_notebook_and_prints_its_cells(service, tmp_path):
                               "--server", url], env=client_env, cwd=ROOT, capture_output=True, text=True,
                              timeout=60)
         assert run.returncode == 1 and "cell 1 uses an IPython magic" in run.stderr
-    finally:
-        proc.terminate()
-        proc.wait(45)  # serve gives its workers 30 s to stop
