@@ -144,6 +144,49 @@ def test_a_bad_smtp_security_setting_is_named():
         load_config({"SMTP_SECURITY": "tls", "SECRET_KEY": "x", "DATABASE_URL": "sqlite://"}, environ={})
 
 
+@pytest.fixture
+def certificate(tmp_path):
+    """A self-signed certificate for 127.0.0.1 (openssl), as (cert, key) paths."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed (needed to make the test server's certificate)")
+    cert, key = tmp_path / "smtp.crt", tmp_path / "smtp.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
+                    "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+def test_starttls_is_used_and_the_certificate_verified(certificate):
+    import ssl
+
+    from web.config import load_config
+    from web.services.password_reset import send_mail
+
+    cert, key = certificate
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(cert, key)
+    mailbox = Mailbox()
+    controller = Controller(mailbox, hostname="127.0.0.1", port=free_port(), tls_context=server_tls,
+                            require_starttls=True, authenticator=_authenticator)
+    controller.start()
+    try:
+        config = load_config({"SECRET_KEY": "x", "DATABASE_URL": "sqlite://", "SMTP_HOST": "127.0.0.1",
+                              "SMTP_PORT": controller.port, "SMTP_SECURITY": "starttls",
+                              "SMTP_USERNAME": "grader", "SMTP_PASSWORD": "mail secret",
+                              "SMTP_CA_FILE": str(cert)}, environ={})
+        send_mail(config, "ada@example.org", "over TLS", "hello")
+        assert [(m["to"], m["subject"], m["login"]) for m in mailbox.messages] == \
+            [(["ada@example.org"], "over TLS", b"grader")]
+        with pytest.raises(ssl.SSLCertVerificationError):  # a certificate no CA vouches for
+            send_mail({**config, "SMTP_CA_FILE": None}, "ada@example.org", "not sent", "hello")
+        assert len(mailbox.messages) == 1
+    finally:
+        controller.stop()
+
+
 # ---- sign-up policy ---------------------------------------------------------------------------
 
 def _instructor(env):

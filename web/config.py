@@ -44,6 +44,7 @@ SETTINGS: dict[str, tuple[type, object, str]] = {
     "SMTP_USERNAME": (str, None, "login at the mail server, if it needs one"),
     "SMTP_PASSWORD": (str, None, "password for SMTP_USERNAME"),
     "SMTP_TIMEOUT": (float, 10.0, "seconds to wait for the mail server"),
+    "SMTP_CA_FILE": (str, None, "CA certificates to verify the mail server with (default: the system's)"),
     "MAIL_FROM": (str, "attn-grader <no-reply@localhost>", "From: of the service's e-mail"),
     "PASSWORD_RESET_SECONDS": (int, 3600, "how long a password-reset link stays valid"),
 }

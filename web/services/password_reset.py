@@ -76,13 +76,15 @@ def send_mail(config: dict, to: str, subject: str, body: str) -> None:
     message.set_content(body)
     host, port, timeout = config["SMTP_HOST"], config["SMTP_PORT"], config["SMTP_TIMEOUT"]
     security = config["SMTP_SECURITY"]
+    # certificate and host name verified, against SMTP_CA_FILE or the system's CAs
+    context = ssl.create_default_context(cafile=config.get("SMTP_CA_FILE") or None)
     if security == "ssl":
-        smtp = smtplib.SMTP_SSL(host, port, timeout=timeout, context=ssl.create_default_context())
+        smtp = smtplib.SMTP_SSL(host, port, timeout=timeout, context=context)
     else:
         smtp = smtplib.SMTP(host, port, timeout=timeout)
     with smtp:
         if security == "starttls":
-            smtp.starttls(context=ssl.create_default_context())
+            smtp.starttls(context=context)
         if config.get("SMTP_USERNAME"):
             smtp.login(config["SMTP_USERNAME"], config.get("SMTP_PASSWORD") or "")
         smtp.send_message(message)
