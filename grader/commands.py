@@ -35,6 +35,9 @@ def check(file, task, as_json, sandbox, seed, device):
         if not torch.cuda.is_available():
             raise click.UsageError("--device cuda was given but no CUDA device is available here")
     seed = PUBLIC_SEED if seed is None else seed
+    notebook = _notebook_script(file, source, task, as_json)
+    if notebook is not None:
+        source = notebook
     from .grading import grade_source
     try:
         if as_json:
@@ -48,11 +51,43 @@ def check(file, task, as_json, sandbox, seed, device):
         else:
             click.echo(f"Error: --sandbox strict cannot run here: {exc}", err=True)
         sys.exit(2)
+    function_cell = _notebook_cells(report, source, task) if notebook is not None else None
     if as_json:
-        click.echo(json.dumps(report.to_dict()))
+        click.echo(json.dumps({**report.to_dict(), **({"notebook": {"function_cell": function_cell}}
+                                                      if notebook is not None else {})}))
     else:
         _print_report(report, file, seed)
+        if notebook is not None:
+            from .tasks import TITLES
+            click.echo(f"{TITLES[task][1]}() is defined in cell {function_cell} of {file}" if function_cell
+                       else f"no cell of {file} defines {TITLES[task][1]}()")
     sys.exit(0 if report.passed else 1)
+
+
+def _notebook_script(file, data, task, as_json):
+    """The code cells of a .ipynb FILE as a script (None for a .py); a notebook the grader cannot
+    run (magics, shell lines, not a notebook) ends the command with the reason."""
+    from .notebook import NotebookError, is_notebook, notebook_script
+
+    if not is_notebook(file):
+        return None
+    try:
+        return notebook_script(data)
+    except NotebookError as exc:
+        if as_json:
+            click.echo(json.dumps({"task": task, "score": 0, "max_score": 100, "passed": False, "checks": [],
+                                   "error": f"{file}: {exc}"}))
+        else:
+            click.echo(f"Error: {file}: {exc}", err=True)
+        sys.exit(1)
+
+
+def _notebook_cells(report, script, task):
+    """Tell the report's lines as notebook cells; returns the cell that defines the function."""
+    from .notebook import annotate_report
+    from .tasks import TITLES
+
+    return annotate_report(report, script).defining_cell(script, TITLES[task][1])
 
 
 def _grade_with_progress(source, task, seed, sandbox, device, file):
@@ -129,7 +164,12 @@ def tasks(task):
 
 @click.command("template")
 @click.argument("task", type=_task_choice())
-def template(task):
-    """Print a starter file for TASK (redirect it into your .py file)."""
+@click.option("--notebook", is_flag=True, help="Print a Jupyter notebook (.ipynb) instead of a .py file.")
+def template(task, notebook):
+    """Print a starter file for TASK (redirect it into your .py or, with --notebook, .ipynb file)."""
+    if notebook:
+        from .notebook import template_notebook
+        click.echo(template_notebook(task), nl=False)
+        return
     from .tasks import template as read_template
     click.echo(read_template(task), nl=False)

@@ -14,8 +14,10 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -97,6 +99,36 @@ def seed_people(engine) -> dict:
                                            "token": issue_token(session, user)}
         session.commit()
     return people
+
+
+@contextmanager
+def running_server(config: dict, workers: int = 2, **extra):
+    """`attn-grader serve` on a free port with ``config`` (``extra``: more environment);
+    yields (base URL, the list its output lines are collected into)."""
+    import requests
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grader.cli", "serve", "--port", str(port), "--workers", str(workers)],
+        env=env_for(config, **extra), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output: list = []
+    threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True).start()
+    url = f"http://127.0.0.1:{port}"
+
+    def up():
+        assert proc.poll() is None, "serve exited:\n" + "".join(output)
+        try:
+            return requests.get(url + "/healthz", timeout=1).ok
+        except requests.ConnectionError:
+            return False
+
+    try:
+        wait_until(up, timeout=60, what="the server to answer")
+        yield url, output
+    finally:
+        proc.terminate()
+        # serve's supervisor gives its workers 30 s to finish before SIGKILL (Supervisor.stop): wait past that.
+        proc.wait(30 + 15)
 
 
 def env_for(config: dict, **extra) -> dict:
@@ -218,7 +250,8 @@ def _reset_pg(url: str) -> None:
     engine = get_engine(url)
     with engine.begin() as conn:
         conn.execute(text("TRUNCATE manual_grades, quiz_answers, quiz_attempts, check_results, "
-                          "results, grading_jobs, submissions, assignments "
+                          "results, grading_jobs, submissions, similarity_reports, assignments, "
+                          "invitations, signup_settings "
                           "RESTART IDENTITY CASCADE"))
     with session_factory(engine)() as session:
         ensure_default_course(session)

@@ -8,8 +8,10 @@ from pages_support import ada, bob, db_session, env, grade_queued, prof, sign_in
 
 # Rules that are public on purpose (no page data): sign-in/up, static files, health, API
 # (token-authenticated, tested by the API's own tests).
-PUBLIC = {"auth.sign_in", "auth.sign_up", "static", "student.pygments_stylesheet", "healthz",
+PUBLIC = {"auth.sign_in", "auth.sign_up", "auth.forgot_password", "auth.reset_password", "static", "student.pygments_stylesheet", "healthz",
           "metrics", "observability.healthz", "observability.metrics"}
+
+INSTRUCTOR_BLUEPRINTS = ("instructor.", "signup_admin.", "similarity.")
 
 
 def _page_rules(app):
@@ -40,7 +42,8 @@ def _seed_work(env, client_ada, client_bob):
 def _url(rule, owner: str, subs, attempts, answers) -> str:
     values = {"submission_id": subs[owner], "attempt_id": attempts[owner],
               "answer_id": answers[owner], "slug": "quiz" if "quiz" in rule.rule else "sdpa",
-              "position": 0, "plot": "weights", "question_id": "derive-score-variance"}
+              "position": 0, "plot": "weights", "question_id": "derive-score-variance",
+              "invitation_id": 1, "report_id": 1, "index": 0}
     return rule.build({k: values[k] for k in rule.arguments}, append_unknown=False)[1]
 
 
@@ -66,7 +69,7 @@ def test_every_page_needs_sign_in(env, ada, bob):
 
 def test_students_get_403_on_every_instructor_page(env, ada, bob):
     subs, attempts, answers = _seed_work(env, ada, bob)
-    rules = [r for r in _page_rules(env.app) if r.endpoint.startswith("instructor.")]
+    rules = [r for r in _page_rules(env.app) if r.endpoint.startswith(INSTRUCTOR_BLUEPRINTS)]
     assert len(rules) >= 12
     wrong = []
     for rule in rules:
@@ -96,7 +99,15 @@ def test_students_never_see_each_others_work(env, ada, bob):
 
 
 def test_instructors_open_every_page(env, ada, bob, prof):
+    from web.models import Assignment, SimilarityReport
+
     subs, attempts, answers = _seed_work(env, ada, bob)
+    with db_session(env) as session:  # a stored similarity report (id 1), for its side-by-side page
+        sdpa = session.query(Assignment).filter_by(slug="sdpa").one()
+        session.add(SimilarityReport(assignment_id=sdpa.id, status="done", pairs=[
+            {"a": subs["ada"], "b": subs["bob"], "similarity_a": 1.0, "similarity_b": 1.0, "tokens": 9,
+             "slices_a": [[0], [5]], "slices_b": [[0], [5]]}]))
+        session.commit()
     broken = []
     for rule in _page_rules(env.app):
         if "GET" not in rule.methods or rule.endpoint == "student.check_plot":

@@ -1,42 +1,22 @@
 """A running service (`attn-grader serve`): concurrent clients, and the `submit` command."""
 import subprocess
 import sys
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
 from sqlalchemy import func, select
 
-from service_support import ROOT, env_for, free_port, grade_log_lines, wait_until
+from service_support import ROOT, env_for, grade_log_lines, running_server, wait_until
 from web.db import session_factory
 from web.models import GradingJob, Result, Submission
 
 
 @pytest.fixture
 def server(service):
-    port = free_port()
     log = service.tmp_path / "grades.log"
-    env = env_for(service.config, ATTN_TEST_GRADE_LOG=log)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "grader.cli", "serve", "--port", str(port), "--workers", "2"],
-        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    output = []
-    threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True).start()
-    url = f"http://127.0.0.1:{port}"
-
-    def up():
-        assert proc.poll() is None, "serve exited:\n" + "".join(output)
-        try:
-            return requests.get(url + "/healthz", timeout=1).ok
-        except requests.ConnectionError:
-            return False
-
-    wait_until(up, timeout=60, what="the server to answer")
-    yield url, service, log, output
-    proc.terminate()
-    # serve's supervisor gives its workers 30 s to finish before SIGKILL (Supervisor.stop): wait past that.
-    proc.wait(30 + 15)
+    with running_server(service.config, ATTN_TEST_GRADE_LOG=log) as (url, output):
+        yield url, service, log, output
 
 
 def test_concurrent_clients_every_submission_graded_exactly_once(server):

@@ -6,6 +6,7 @@ it works against any server; it needs nothing from the web app itself.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import urllib.error
@@ -41,10 +42,13 @@ def _request(method: str, url: str, token: str, body: dict | None = None) -> dic
 
 
 def submit_and_wait(server: str, token: str, task: str, code: str, *, timeout: float = 600,
-                    poll: float = 0.5) -> dict:
-    """Submit ``code`` for ``task`` and return the graded submission (the API's JSON)."""
+                    poll: float = 0.5, filename: str = "submission.py") -> dict:
+    """Submit ``code`` for ``task`` and return the graded submission (the API's JSON).
+
+    ``filename`` tells the server what ``code`` is: a name ending in .ipynb makes it a notebook.
+    """
     accepted = _request("POST", server.rstrip("/") + "/api/v1/submissions", token,
-                        {"task": task, "code": code})
+                        {"task": task, "code": code, "filename": filename})
     deadline = time.monotonic() + timeout
     while True:
         view = _request("GET", accepted["url"], token)
@@ -86,8 +90,8 @@ def print_result(view: dict, console=None) -> None:
     for c in view.get("checks") or []:
         traceback = (c.get("details") or {}).get("traceback")
         if traceback and not c["passed"]:
-            console.print(f"[bold]{c['id']}[/]: your traceback\n{traceback}", markup=False,
-                          highlight=False)
+            console.print(f"[bold]{c['id']}[/]: your traceback", highlight=False)
+            console.print(traceback, markup=False, highlight=False)
             break
     colour = "green" if view.get("passed") else "red"
     summary = "all scored checks passed" if view.get("passed") else "some checks failed"
@@ -96,6 +100,11 @@ def print_result(view: dict, console=None) -> None:
                   f"[/] ({summary}{late})")
     if view.get("error"):
         console.print(f"[red]{view['error']}[/]", highlight=False)
+    notebook = view.get("notebook")
+    if notebook:
+        console.print(f"{notebook['function']}() is defined in cell {notebook['function_cell']}"
+                      if notebook.get("function_cell") else
+                      f"no cell of the notebook defines {notebook['function']}()", highlight=False)
     timings = view.get("timings") or {}
     if timings.get("total_seconds") is not None:
         console.print(f"[dim]graded on the server with a secret seed by grader "
@@ -123,7 +132,8 @@ def submit(file, task, server, token, timeout, as_json):
         raise click.ClickException(f"{file} is not UTF-8 text (byte {exc.start}); "
                                    "save it as UTF-8") from None
     try:
-        view = submit_and_wait(server, token, task, code, timeout=timeout)
+        view = submit_and_wait(server, token, task, code, timeout=timeout,
+                               filename=os.path.basename(file))
     except ApiError as exc:
         hint = f" (retry after {exc.retry_after} s)" if exc.retry_after else ""
         raise click.ClickException(f"{exc.message}{hint}") from None

@@ -44,6 +44,15 @@ SETTINGS: dict[str, tuple[type, object, str]] = {
     "PAGES": (bool, True, "serve the HTML pages (false: the JSON API only)"),
     "SEED_DEMO": (bool, True, "`serve` creates a demo course, instructor and student when empty"),
     "DEMO_PASSWORD": (str, None, "password of the demo accounts; default generated and printed"),
+    "SMTP_HOST": (str, None, "mail server for password-reset e-mail; unset: no reset by e-mail"),
+    "SMTP_PORT": (int, 587, "the mail server's port"),
+    "SMTP_SECURITY": (str, "starttls", "starttls (port 587), ssl (port 465) or none (a local relay)"),
+    "SMTP_USERNAME": (str, None, "login at the mail server, if it needs one"),
+    "SMTP_PASSWORD": (str, None, "password for SMTP_USERNAME"),
+    "SMTP_TIMEOUT": (float, 10.0, "seconds to wait for the mail server"),
+    "SMTP_CA_FILE": (str, None, "CA certificates to verify the mail server with (default: the system's)"),
+    "MAIL_FROM": (str, "attn-grader <no-reply@localhost>", "From: of the service's e-mail"),
+    "PASSWORD_RESET_SECONDS": (int, 3600, "how long a password-reset link stays valid"),
 }
 
 
@@ -85,6 +94,9 @@ def load_config(overrides: dict | None = None, environ=None) -> dict:
         config["SECRET_KEY"] = _instance_secret(instance)
     if config["SANDBOX"] not in ("auto", "strict", "none"):
         raise ValueError(f"{PREFIX}SANDBOX={config['SANDBOX']!r}: expected auto, strict or none")
+    if config["SMTP_SECURITY"] not in ("starttls", "ssl", "none"):
+        raise ValueError(f"{PREFIX}SMTP_SECURITY={config['SMTP_SECURITY']!r}: expected starttls, ssl "
+                         f"or none")
     return config
 
 

@@ -347,3 +347,60 @@ class ManualGrade(Base):
     grader: Mapped[User] = relationship()
     quiz_answer: Mapped[QuizAnswer | None] = relationship(back_populates="manual_grades")
     submission: Mapped[Submission | None] = relationship()
+
+
+SIGNUP_MODES = ("open", "domain", "invite", "closed")
+SIMILARITY_STATUSES = ("computing", "done", "failed")
+
+
+class SignupSettings(Base):
+    """Who may create an account on the sign-up page: one row (id 1), changed by instructors.
+
+    open: anyone; domain: addresses in ``allowed_domains`` (an invitation also admits);
+    invite: only with an invitation; closed: nobody (accounts come from ``attn-grader users``).
+    """
+    __tablename__ = "signup_settings"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    mode: Mapped[str] = mapped_column(String(10), default="open")
+    allowed_domains: Mapped[str] = mapped_column(Text, default="")  # space-separated, lower-case
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    updated_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+
+
+class Invitation(Base):
+    """An invite code for sign-up; only its SHA-256 is stored, the link is shown once."""
+    __tablename__ = "invitations"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    code_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    email: Mapped[str | None] = mapped_column(String(254))  # None: anyone holding the link
+    max_uses: Mapped[int] = mapped_column(Integer, default=1)
+    uses: Mapped[int] = mapped_column(Integer, default=0)
+    note: Mapped[str] = mapped_column(String(200), default="")
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime)
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class SimilarityReport(Base):
+    """One similarity run over an assignment's latest submissions, computed in the background.
+
+    ``pairs`` holds, per suspicious pair, both submission ids, both similarities and the shared
+    character ranges of each file (copydetect's slices), so the side-by-side page needs no
+    recomputation.
+    """
+    __tablename__ = "similarity_reports"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(
+        ForeignKey("assignments.id", ondelete="CASCADE"), index=True)
+    status: Mapped[str] = mapped_column(String(12), default="computing")
+    threshold: Mapped[float] = mapped_column(Float, default=0.5)
+    submission_count: Mapped[int] = mapped_column(Integer, default=0)
+    pairs: Mapped[list | None] = mapped_column(JSON)
+    error: Mapped[str | None] = mapped_column(Text)
+    requested_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    assignment: Mapped[Assignment] = relationship()

@@ -1,15 +1,17 @@
-"""Sign up, sign in (rate-limited), sign out."""
+"""Sign up (as the instructor allows), sign in (rate-limited), sign out, password reset by e-mail."""
 from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from flask import Blueprint, flash, redirect, render_template, request, session, url_for
+from flask import Blueprint, current_app, flash, redirect, render_template, request, session, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 
 from ..auth import authenticate, issue_token, revoke_tokens
 from ..extensions import limiter
+from ..services import password_reset, signup
 from ..services.users import add_user
-from .forms import ActionForm, LanguageForm, SignInForm, SignUpForm, TokenForm
+from .forms import (ActionForm, ForgotPasswordForm, LanguageForm, ResetPasswordForm, SignInForm,
+                    SignUpForm, TokenForm)
 from .helpers import db, quiz_language
 
 bp = Blueprint("auth", __name__)
@@ -55,18 +57,71 @@ def sign_up():
     if current_user.is_authenticated:
         return redirect(_home())
     form = SignUpForm()
+    if not form.is_submitted():
+        form.invite.data = request.args.get("invite", "")
+    policy = signup.settings(db())
     if form.validate_on_submit():
         try:
+            signup.admit(db(), form.email.data, form.invite.data or None)
             user = add_user(db(), form.email.data, "student", form.password.data,
                             name=form.name.data.strip())
+        except signup.SignupRefused as exc:
+            db().rollback()
+            flash(f"Not signed up: {exc}", "error")
         except ValueError as exc:
+            db().rollback()
             form.email.errors.append(str(exc))
         else:
             db().commit()
             login_user(user)
             flash(f"Welcome, {user.name}! Your assignments are below.", "success")
             return redirect(url_for("student.home"))
-    return render_template("auth/sign_up.html", form=form)
+    return render_template("auth/sign_up.html", form=form, policy=policy,
+                           domains=policy.allowed_domains.split())
+
+
+@bp.route("/forgot-password", methods=["GET", "POST"])
+@limiter.limit(SIGN_IN_LIMIT, methods=["POST"])
+def forgot_password():
+    config = current_app.config
+    form = ForgotPasswordForm()
+    if form.validate_on_submit():
+        password_reset.request_reset(
+            db(), form.email.data, config,
+            lambda token: url_for("auth.reset_password", token=token, _external=True))
+        # The same words whether or not the address has an account: no one learns who has one.
+        flash("If that address has an account here, a reset link is on its way to it. The link "
+              f"works once, within {config['PASSWORD_RESET_SECONDS'] // 60} minutes.", "info")
+        return redirect(url_for("auth.sign_in"))
+    return render_template("auth/forgot_password.html", form=form,
+                           mail=password_reset.mail_configured(config))
+
+
+@bp.route("/reset-password/<token>", methods=["GET", "POST"])
+@limiter.limit(SIGN_IN_LIMIT, methods=["POST"])
+def reset_password(token: str):
+    config = current_app.config
+    form = ResetPasswordForm()
+    try:
+        user = password_reset.user_for_token(db(), token, config["SECRET_KEY"],
+                                             config["PASSWORD_RESET_SECONDS"])
+    except password_reset.ResetLinkInvalid as exc:
+        flash(str(exc).capitalize() + ".", "error")
+        return redirect(url_for("auth.forgot_password"))
+    if form.validate_on_submit():
+        try:
+            password_reset.reset_password(db(), token, form.password.data, config["SECRET_KEY"],
+                                          config["PASSWORD_RESET_SECONDS"])
+        except ValueError as exc:  # the password policy's problems
+            db().rollback()
+            form.password.errors.append(str(exc))
+        else:
+            db().commit()
+            if current_user.is_authenticated:
+                logout_user()
+            flash("Your password is changed; sign in with it.", "success")
+            return redirect(url_for("auth.sign_in"))
+    return render_template("auth/reset_password.html", form=form, email=user.email)
 
 
 @bp.post("/sign-out")

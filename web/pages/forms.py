@@ -9,7 +9,7 @@ from __future__ import annotations
 from flask_wtf import FlaskForm
 from flask_wtf.file import FileAllowed, FileField
 from wtforms import (BooleanField, DateTimeLocalField, DecimalField, EmailField, FloatField,
-                     IntegerField, PasswordField, RadioField, SelectField, SelectMultipleField,
+                     HiddenField, IntegerField, PasswordField, RadioField, SelectField, SelectMultipleField,
                      StringField, SubmitField, TextAreaField)
 from wtforms import widgets
 from wtforms.validators import (DataRequired, EqualTo, InputRequired, Length, NumberRange, Optional,
@@ -54,6 +54,7 @@ class SignUpForm(FlaskForm):
                                message=f"use at least {MIN_PASSWORD_LENGTH} characters")])
     confirm = PasswordField("Repeat the password",
                             validators=[DataRequired(), EqualTo("password", "the passwords differ")])
+    invite = HiddenField()  # the invitation code from the link, carried through the form
     submit = SubmitField("Create account")
 
     def validate_password(self, field):
@@ -64,6 +65,43 @@ class SignUpForm(FlaskForm):
             raise ValidationError("; ".join(problems))
 
 
+class ForgotPasswordForm(FlaskForm):
+    email = EmailField("Email", validators=[DataRequired(), Regexp(EMAIL_PATTERN, message="not an email address"),
+                                            Length(max=254)])
+    submit = SubmitField("Send me a reset link")
+
+
+class ResetPasswordForm(FlaskForm):
+    password = PasswordField("New password", validators=[
+        DataRequired(), Length(min=MIN_PASSWORD_LENGTH,
+                               message=f"use at least {MIN_PASSWORD_LENGTH} characters")])
+    confirm = PasswordField("Repeat the new password",
+                            validators=[DataRequired(), EqualTo("password", "the passwords differ")])
+    submit = SubmitField("Set the new password")
+
+
+SIGNUP_MODE_LABELS = [("open", "open: anyone can create a student account"),
+                      ("domain", "limited to e-mail domains (or an invitation)"),
+                      ("invite", "by invitation only"),
+                      ("closed", "closed: accounts only from `attn-grader users add`")]
+
+
+class SignupSettingsForm(FlaskForm):
+    mode = RadioField("Who may sign up", choices=options(SIGNUP_MODE_LABELS), validators=[InputRequired()])
+    domains = StringField("E-mail domains", validators=[Length(max=2000)],
+                          render_kw={"placeholder": "e.g. example.edu students.example.edu"})
+    submit = SubmitField("Save sign-up settings")
+
+
+class InvitationForm(FlaskForm):
+    email = EmailField("For one address (optional)", validators=[
+        Optional(), Regexp(EMAIL_PATTERN, message="not an email address"), Length(max=254)])
+    max_uses = IntegerField("Sign-ups it allows", default=1, validators=[InputRequired(), NumberRange(1, 1000)])
+    days = IntegerField("Valid for (days)", default=14, validators=[InputRequired(), NumberRange(1, 365)])
+    note = StringField("Note", validators=[Length(max=200)], render_kw={"placeholder": "e.g. section B"})
+    submit = SubmitField("Create an invitation link")
+
+
 class ActionForm(FlaskForm):
     """A button that changes something (sign out, regrade, submit a quiz): CSRF only."""
     submit = SubmitField("Go")
@@ -72,8 +110,8 @@ class ActionForm(FlaskForm):
 class SubmissionForm(FlaskForm):
     code = TextAreaField("Your code", render_kw={"rows": 24, "spellcheck": "false",
                                                  "autocapitalize": "off"})
-    upload = FileField("…or upload a .py file", validators=[
-        FileAllowed(["py"], "upload a Python file (.py)")])
+    upload = FileField("…or upload a .py file or a Jupyter notebook (.ipynb)", validators=[
+        FileAllowed(["py", "ipynb"], "upload a Python file (.py) or a Jupyter notebook (.ipynb)")])
     submit = SubmitField("Submit for grading")
 
     def validate_code(self, field):

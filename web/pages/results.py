@@ -7,6 +7,7 @@ import json
 FACTS = (
     ("case", "failing case"),
     ("line", "line"),
+    ("cell", "notebook cell"),
     ("offset", "column"),
     ("text", "source line"),
     ("shapes", "input shapes"),

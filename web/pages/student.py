@@ -86,6 +86,18 @@ def starter(slug: str):
                     headers={"Content-Disposition": f"attachment; filename={assignment.task_id}.py"})
 
 
+@bp.get("/tasks/<slug>/starter.ipynb")
+@login_required
+def starter_notebook(slug: str):
+    from grader.notebook import template_notebook
+
+    assignment = _task_assignment(slug)
+    _task(assignment)
+    return Response(template_notebook(assignment.task_id), mimetype="application/x-ipynb+json",
+                    headers={"Content-Disposition":
+                             f"attachment; filename={assignment.task_id}.ipynb"})
+
+
 @bp.get("/submissions/<int:submission_id>")
 @login_required
 def submission(submission_id: int):

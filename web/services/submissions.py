@@ -14,6 +14,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from grader.notebook import CellMap, NotebookError, annotate_check, is_notebook, notebook_script
+
 from ..models import Assignment, GradingJob, Submission, User, utcnow
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,39 @@ def decode_source(raw: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     if "\x00" in text:
         raise SubmissionRejected("the file contains NUL bytes; it is not Python source")
     return text
+
+
+def notebook_code(raw: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """A .ipynb's code cells as the script that is stored and graded (``grader.notebook``).
+
+    The notebook itself may be larger than a .py (its outputs and metadata are dropped); the
+    script is then held to the same limit as a .py file.
+    """
+    data = raw.encode() if isinstance(raw, str) else raw
+    if len(data) > 2 * max_bytes:
+        raise SubmissionRejected(
+            f"the notebook is {len(data)} bytes; the limit is {2 * max_bytes} bytes: clear its "
+            f"outputs (Edit → Clear All Outputs) and save it again", 413)
+    try:
+        return notebook_script(data)
+    except NotebookError as exc:
+        raise SubmissionRejected(f"notebook not accepted: {exc}") from None
+
+
+def notebook_view(submission: Submission, checks: list[dict], error: str | None
+                  ) -> tuple[list[dict], str | None, dict | None]:
+    """For a notebook: the checks and error with their lines told as cells, and which cell
+    defines the task's function; a .py submission's checks and error come back unchanged."""
+    if not is_notebook(submission.filename):
+        return checks, error, None
+    from grader.tasks import TITLES
+
+    cells = CellMap.from_script(submission.code)
+    function = TITLES.get(submission.task_id, ("", ""))[1]
+    return ([annotate_check(c, cells) for c in checks],
+            cells.message(error, bare_lines=True) if error else error,
+            {"function": function, "function_cell": cells.defining_cell(submission.code, function),
+             "code_cells": sorted(set(cells.cells))})
 
 
 def attempts_used(session: Session, user: User, assignment: Assignment) -> int:
@@ -81,6 +116,8 @@ def submit(session: Session, user: User, assignment: Assignment, code: str | byt
     ``max_attempts`` is the job's infrastructure retry budget, not the student's attempts.
     """
     now = now or utcnow()
+    if is_notebook(filename):
+        code = notebook_code(code, max_bytes)
     text = decode_source(code, max_bytes)
     if assignment.kind != "task":
         raise SubmissionRejected(f"{assignment.slug} is a quiz; answer it on the quiz page")
@@ -168,13 +205,15 @@ def submission_view(submission: Submission, viewer: User, now: datetime | None =
     error = submission.error
     if job is not None and job.status == "failed":
         error = error or job.error
+    checks, error, notebook = notebook_view(submission, checks, error)
     return {
         "id": submission.id, "task": submission.task_id,
         "assignment": submission.assignment.slug, "status": submission.status,
         "score": submission.score, "max_score": submission.max_score,
         "passed": result.passed if result else None,
         "checks": checks, "feedback": "full" if show_checks else "hidden",
-        "error": error, "late": submission.late,
+        "error": error, "late": submission.late, "filename": submission.filename,
+        "notebook": notebook,
         "grader_version": submission.grader_version,
         "submitted_at": iso(submission.created_at),
         "timings": {
