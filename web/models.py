@@ -299,3 +299,10 @@ class ManualGrade(Base):
     grader: Mapped[User] = relationship()
     quiz_answer: Mapped[QuizAnswer | None] = relationship(back_populates="manual_grades")
     submission: Mapped[Submission | None] = relationship()
+
+
+
+# The LTI tables live next to the LTI code; importing them here puts them on Base.metadata
+# wherever the models are used (migrations, the model/migration comparison).
+from .lti.models import (LtiContext, LtiKey, LtiLaunchData, LtiPlatform,  # noqa: E402,F401
+                         LtiResourceLink, LtiScoreSync, LtiUser)
