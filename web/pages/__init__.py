@@ -16,13 +16,14 @@ from . import helpers
 
 def register(app: Flask) -> None:
     from ..extensions import login_manager
+    from ..lti.views import bp as lti_bp
     from . import auth, instructor, quiz, student
 
     login_manager.login_view = "auth.sign_in"
     login_manager.login_message = "Please sign in to see that page."
     login_manager.login_message_category = "info"
 
-    for blueprint in (auth.bp, student.bp, quiz.bp, instructor.bp):
+    for blueprint in (auth.bp, student.bp, quiz.bp, instructor.bp, lti_bp):
         app.register_blueprint(blueprint)
 
     app.jinja_env.filters.update(
