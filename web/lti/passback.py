@@ -182,13 +182,14 @@ def _deliver(session: Session, connectors: _Connectors, item: _Claimed) -> None:
     ags = dict(link.ags or {})
     service = AssignmentsGradesService(connectors.for_link(link), ags)
     lineitem = None
-    if not ags.get("lineitem"):  # no line item of its own: find or create ours by resource id
+    if not ags.get("lineitem"):  # no line item of its own: find or create one for this link
         if LINEITEM_SCOPE not in (ags.get("scope") or []) or not ags.get("lineitems"):
             raise LookupError("the LMS gave this link no line item and no right to create "
                               "one (AGS lineitem scope); enable grades for the tool in the LMS")
         lineitem = service.find_or_create_lineitem(
             LineItem().set_label(link.assignment.title).set_score_maximum(item.score_maximum)
-            .set_resource_id(link.assignment.slug).set_resource_link_id(link.resource_link_id))
+            .set_resource_id(link.assignment.slug).set_resource_link_id(link.resource_link_id)
+            .set_tag(f"attn-grader:{link.assignment.slug}"), find_by="resource_link_id")
         ags["lineitem"] = lineitem.get_id()
         link.ags = ags
         session.commit()

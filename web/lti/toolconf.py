@@ -3,7 +3,7 @@ from ``lti_keys``, and launch state (OIDC state, nonces, launches) in ``lti_laun
 
 Launch state lives in the database rather than in Flask's session cookie: the launch is a
 cross-site POST from the LMS, which a ``SameSite=Lax`` cookie does not accompany, and any
-web process (or host) may receive it.
+web process (or host) may receive it. Rows expire; each write prunes the expired ones.
 """
 from __future__ import annotations
 
@@ -15,9 +15,7 @@ from pylti1p3.launch_data_storage.base import LaunchDataStorage
 from pylti1p3.registration import Registration
 from pylti1p3.tool_config.abstract import ToolConfAbstract
 from sqlalchemy import delete, select
-from sqlalchemy.engine import Engine
 
-from ..db import write_session
 from ..models import utcnow
 from .keys import signing_key
 from .models import LtiLaunchData, LtiPlatform
@@ -99,12 +97,13 @@ class DatabaseToolConf(ToolConfAbstract):
 
 
 class DatabaseLaunchData(LaunchDataStorage):
-    """Key-value rows with an expiry; each call is its own short transaction."""
+    """Key-value rows with an expiry, in the request's own session (and transaction): on
+    SQLite a second writing session in the same request would wait for the first."""
     DEFAULT_LIFETIME = 86400
 
-    def __init__(self, engine: Engine):
+    def __init__(self, session):
         super().__init__()
-        self.engine = engine
+        self.session = session
 
     def get_session_cookie_name(self):
         return None  # no per-browser cookie: state and nonce are random and single-purpose
@@ -113,22 +112,20 @@ class DatabaseLaunchData(LaunchDataStorage):
         return True
 
     def get_value(self, key):
-        key = self._prepare_key(key)
-        with write_session(self.engine) as session:
-            row = session.get(LtiLaunchData, key)
-            if row is None or row.expires_at < utcnow():
-                return None
-            return row.value
+        row = self.session.get(LtiLaunchData, self._prepare_key(key))
+        if row is None or row.expires_at < utcnow():
+            return None
+        return row.value
 
     def set_value(self, key, value, exp=None):
         key = self._prepare_key(key)
         now = utcnow()
-        with write_session(self.engine) as session:
-            session.execute(delete(LtiLaunchData).where(LtiLaunchData.expires_at < now))
-            row = session.get(LtiLaunchData, key) or LtiLaunchData(key=key)
-            row.value = value
-            row.expires_at = now + timedelta(seconds=exp or self.DEFAULT_LIFETIME)
-            session.add(row)
+        self.session.execute(delete(LtiLaunchData).where(LtiLaunchData.expires_at < now))
+        row = self.session.get(LtiLaunchData, key) or LtiLaunchData(key=key)
+        row.value = value
+        row.expires_at = now + timedelta(seconds=exp or self.DEFAULT_LIFETIME)
+        self.session.add(row)
+        self.session.flush()
 
     def check_value(self, key):
         return self.get_value(key) is not None

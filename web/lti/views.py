@@ -23,7 +23,7 @@ from pylti1p3.deep_link_resource import DeepLinkResource
 from pylti1p3.exception import LtiException
 from pylti1p3.lineitem import LineItem
 
-from ..extensions import csrf, state
+from ..extensions import csrf
 from ..pages.helpers import db, instructor_required
 from ..services.courses import default_course, find_assignment
 from . import keys, passback, platforms, provision, roster
@@ -39,20 +39,21 @@ def _refuse(message: str, code: int = 400):
 
 
 def _launch_storage():
-    return DatabaseLaunchData(state().engine)
+    return DatabaseLaunchData(db())
 
 
 @bp.route("/lti/login", methods=["GET", "POST"])
 @csrf.exempt
 def login():
     conf = DatabaseToolConf(db())
+    keys.signing_key(db())  # generated on the first login, stored with this request
     oidc = FlaskOIDCLogin(FlaskRequest(), conf, launch_data_storage=_launch_storage())
     try:
         # Always our own launch URL: the LMS checks it against the registered redirect URIs.
         response = oidc.redirect(url_for("lti.launch", _external=True))
     except (LtiException, LookupError) as exc:
         return _refuse(f"LTI login refused: {exc}")
-    db().commit()  # a first login generates the tool's key
+    db().commit()  # the state and nonce the launch will be checked against
     return response
 
 
