@@ -34,7 +34,7 @@ def parse_deployment_ids(text: str | list | None) -> list[str]:
     return sorted({str(i).strip() for i in items if str(i).strip()})
 
 
-def add_platform(session: Session, *, name: str, issuer: str, client_id: str,
+def add_platform(session: Session, *, name: str = "", issuer: str, client_id: str,
                  auth_login_url: str, auth_token_url: str, key_set_url: str,
                  auth_audience: str | None = None, deployment_ids=None,
                  course: Course | None = None, allow_http: bool = False) -> LtiPlatform:
