@@ -20,8 +20,9 @@ SETTINGS: dict[str, tuple[type, object, str]] = {
     "INSTANCE_PATH": (str, "instance", "folder for the SQLite database and the secret key"),
     "DATABASE_URL": (str, None, "SQLAlchemy URL; default sqlite:///<instance>/attn_grader.db"),
     "SECRET_KEY": (str, None, "Flask secret; default generated into <instance>/secret_key"),
-    "BROKER_URL": (str, None, "redis://host:port/db to publish jobs through Dramatiq (scale-out)"),
-    "BROKER_NAMESPACE": (str, "attn_grader", "prefix of the broker's Redis keys"),
+    "BROKER_URL": (str, None, "redis://host:port/db or amqp://user:pass@host:5672/vhost to "
+                   "publish jobs through Dramatiq (scale-out)"),
+    "BROKER_NAMESPACE": (str, "attn_grader", "prefix of the broker's Redis keys (Redis only)"),
     "RATELIMIT_STORAGE_URI": (str, "memory://", "Flask-Limiter storage (redis://... at scale)"),
     "API_RATE_LIMIT": (str, "120 per minute", "per-token limit on every /api/v1 request"),
     "SANDBOX": (str, "auto", "sandbox level workers pass to grade_source: auto, strict, none"),
@@ -38,6 +39,8 @@ SETTINGS: dict[str, tuple[type, object, str]] = {
     "PAGES": (bool, True, "serve the HTML pages (false: the JSON API only)"),
     "SEED_DEMO": (bool, True, "`serve` creates a demo course, instructor and student when empty"),
     "DEMO_PASSWORD": (str, None, "password of the demo accounts; default generated and printed"),
+    "LTI_ALLOW_HTTP": (bool, False, "accept http:// LMS URLs in LTI registrations (a local "
+                       "test LMS only; an LMS on a network must use https)"),
 }
 
 

@@ -191,7 +191,7 @@ def admin():
 
 def _allow_http() -> bool:
     from flask import current_app
-    return bool(current_app.config.get("LTI_ALLOW_HTTP") or current_app.config.get("TESTING"))
+    return bool(current_app.config.get("LTI_ALLOW_HTTP"))
 
 
 @bp.post("/instructor/lti/platforms/<int:platform_id>/deployments")
