@@ -20,7 +20,7 @@ from flask import (Blueprint, abort, flash, jsonify, make_response, redirect, re
 from flask_login import current_user, login_user
 from pylti1p3.contrib.flask import FlaskMessageLaunch, FlaskOIDCLogin, FlaskRequest
 from pylti1p3.deep_link_resource import DeepLinkResource
-from pylti1p3.exception import LtiException
+from pylti1p3.exception import LtiException, OIDCException
 from pylti1p3.lineitem import LineItem
 
 from ..extensions import csrf
@@ -51,7 +51,7 @@ def login():
     try:
         # Always our own launch URL: the LMS checks it against the registered redirect URIs.
         response = oidc.redirect(url_for("lti.launch", _external=True))
-    except (LtiException, LookupError) as exc:
+    except (OIDCException, LtiException, LookupError) as exc:
         return _refuse(f"LTI login refused: {exc}")
     db().commit()  # the state and nonce the launch will be checked against
     return response
@@ -109,7 +109,7 @@ def _restore(launch_id: str):
 def deep_link(launch_id: str):
     message = _restore(launch_id)
     if message is None or not message.is_deep_link_launch():
-        return _refuse("this content selection has expired; start it again from the LMS")
+        return _refuse("this content selection has expired; start it again from the LMS", 404)
     course = default_course(db())
     choices = [(a.slug, f"{a.title} ({a.kind})") for a in (course.assignments if course else [])]
     form = DeepLinkForm()
