@@ -229,8 +229,19 @@ def test_a_student_cannot_open_content_selection_and_bad_launches_are_refused(lt
     header, body, signature = fields["id_token"].split(".")
     forged = browser.post(action, data={**fields, "id_token": f"{header}.{body}.{signature[::-1]}"})
     assert forged.status_code == 400 and "LTI launch refused" in forged.text
-    replay = browser.post(action, data={"id_token": fields["id_token"], "state": "state-other"})
-    assert replay.status_code == 400 and "State not found" in replay.text
+    other_state = browser.post(action, data={"id_token": fields["id_token"],
+                                             "state": "state-other"})
+    assert other_state.status_code == 400 and "State not found" in other_state.text
+
+    # A launch works once: posting the same signed token again is refused (nonce used up).
+    page = browser.get(f"{platform.url}/start", params={
+        "user": "lms-ada", "link": "link-sdpa", "custom": '{"attn_grader_assignment": "sdpa"}'})
+    action, fields = _form(page.text)
+    assert browser.post(action, data=fields, allow_redirects=False).status_code == 303
+    replay = requests.Session().post(action, data=fields, allow_redirects=False)
+    replay_same_browser = browser.post(action, data=fields, allow_redirects=False)
+    for response in (replay, replay_same_browser):
+        assert response.status_code == 400 and "Invalid Nonce" in response.text
 
 
 def test_roster_sync_enrolls_active_members_and_drops_inactive_ones(lti):

@@ -24,6 +24,7 @@ CUSTOM_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/custom"
 DEPLOYMENT_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/deployment_id"
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
+DEEP_LINKING_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
 # The custom parameter a deep-linked item carries: which of our assignments it opens.
 ASSIGNMENT_PARAM = "attn_grader_assignment"
 

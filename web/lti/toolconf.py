@@ -128,4 +128,9 @@ class DatabaseLaunchData(LaunchDataStorage):
         self.session.flush()
 
     def check_value(self, key):
-        return self.get_value(key) is not None
+        """Whether ``key`` is set, using it up: pylti1p3 checks only nonces this way, and a
+        nonce must work once, so a captured launch cannot be posted again."""
+        present = self.get_value(key) is not None
+        self.session.execute(delete(LtiLaunchData).where(
+            LtiLaunchData.key == self._prepare_key(key)))
+        return present

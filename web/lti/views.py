@@ -125,9 +125,8 @@ def deep_link(launch_id: str):
                      .set_lineitem(LineItem().set_label(assignment.title)
                                    .set_score_maximum(_max_points(assignment))
                                    .set_resource_id(assignment.slug)))
-    deep_link = message.get_deep_link()
-    token = deep_link.get_response_jwt(items)
-    return_url = deep_link._deep_link_settings["deep_link_return_url"]
+    token = message.get_deep_link().get_response_jwt(items)
+    return_url = message.get_launch_data()[provision.DEEP_LINKING_CLAIM]["deep_link_return_url"]
     response = make_response(render_template("lti/deep_link_return.html",
                                              return_url=return_url, token=token))
     # This one form posts to the LMS: widen form-action to its origin only.
