@@ -218,8 +218,9 @@ def _reset_pg(url: str) -> None:
     engine = get_engine(url)
     with engine.begin() as conn:
         conn.execute(text("TRUNCATE manual_grades, quiz_answers, quiz_attempts, check_results, "
-                          "results, grading_jobs, submissions, assignments "
-                          "RESTART IDENTITY CASCADE"))
+                          "results, grading_jobs, submissions, assignments, "
+                          "lti_score_syncs, lti_resource_links, lti_contexts, lti_users, "
+                          "lti_platforms, lti_launch_data RESTART IDENTITY CASCADE"))
     with session_factory(engine)() as session:
         ensure_default_course(session)
         session.commit()
