@@ -287,3 +287,35 @@ def test_jwks_publishes_the_key_the_platform_verifies(lti):
     assert [k["kid"] for k in requests.get(f"{tool.url}/lti/jwks").json()["keys"]][1] \
         == keys[0]["kid"]
     assert CLIENT_ID
+
+
+@pytest.mark.slow
+def test_the_real_grader_and_the_services_own_sender_deliver_a_full_score(lti):
+    """The real grader (sandbox auto) grades a correct file; nobody calls send_due: the
+    supervisor that ``serve`` and ``attn-grader worker`` run sends the score by itself."""
+    from pathlib import Path
+
+    from service_support import wait_until
+    from web.dispatch.supervisor import Supervisor
+    from web.dispatch.worker import GradingWorker
+    from web.services.grading import load_grade_function
+
+    env, tool, platform = lti
+    browser = requests.Session()
+    launch(browser, platform, "lms-ada", link="link-sdpa", lineitem="li-sdpa",
+           custom={"attn_grader_assignment": "sdpa"})
+    correct = Path(__file__).parent / "corpus" / "sdpa" / "correct" / "matmul_softmax.py"
+    assert submit(browser, tool, "/tasks/sdpa", correct.read_text()).status_code == 302
+    config = {**env.config, "SANDBOX": "auto"}
+    worker = GradingWorker(env.engine, config,
+                           grade_fn=load_grade_function("grader.grading:grade_source"))
+    assert worker.run_once(("cpu",)) == "done"
+
+    supervisor = Supervisor(config, [], reconcile_jobs=True)  # serve --workers 0
+    supervisor.start()
+    try:
+        [score] = wait_until(lambda: platform.scores_for("lms-ada"), timeout=30,
+                             what="the supervisor's passback to reach the LMS")
+    finally:
+        supervisor.stop()
+    assert score["scoreGiven"] == score["scoreMaximum"] == 100.0

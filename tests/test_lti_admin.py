@@ -27,6 +27,9 @@ def test_cli_registers_lists_and_removes_platforms(env):
     added = runner.invoke(main, ["lti", "platforms", "add", "--name", "Canvas", *REGISTRATION,
                                  "--deployment", "12:abc"], env=cli_env)
     assert added.exit_code == 0, added.output
+    nowhere = runner.invoke(main, ["lti", "platforms", "add", *REGISTRATION[:2], "--client-id",
+                                   "3", *REGISTRATION[4:], "--course", "nope"], env=cli_env)
+    assert nowhere.exit_code == 1 and "no course 'nope'" in nowhere.output
     again = runner.invoke(main, ["lti", "platforms", "add", *REGISTRATION], env=cli_env)
     assert again.exit_code == 1 and "already registered" in again.output
     plain = runner.invoke(main, ["lti", "platforms", "add", *REGISTRATION[:2], "--client-id",

@@ -52,14 +52,25 @@ def platforms():
               help="token audience, if the LMS needs one other than the token URL")
 @click.option("--deployment", "deployment_ids", multiple=True,
               help="a deployment id (repeatable); none accepts any deployment")
+@click.option("--course", "course_slug", default=None,
+              help="the course its launches join [default: the default course]")
 @click.option("--allow-http", is_flag=True, help="accept http:// URLs (a local test LMS only)")
-def platforms_add(deployment_ids, **fields):
+def platforms_add(deployment_ids, course_slug, **fields):
     """Register a platform (an LMS instance and this tool's client id there)."""
+    from sqlalchemy import select
+
+    from ..models import Course
     from .platforms import RegistrationError, add_platform
 
     with _session(_config()) as session:
+        course = None
+        if course_slug:
+            course = session.scalar(select(Course).where(Course.slug == course_slug))
+            if course is None:
+                raise click.ClickException(f"no course {course_slug!r}")
         try:
-            platform = add_platform(session, deployment_ids=list(deployment_ids), **fields)
+            platform = add_platform(session, deployment_ids=list(deployment_ids), course=course,
+                                    **fields)
         except RegistrationError as exc:
             raise click.ClickException(str(exc)) from None
         session.commit()
