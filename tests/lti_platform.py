@@ -150,8 +150,9 @@ def _launch_class(platform: Platform):
                          allow_creating_lineitems=True)
 
         def render_launch_form(self, launch_data, **kwargs):
-            return (f'<form method="post" action="{escape(launch_data["launch_url"])}">'
-                    f'<input type="hidden" name="id_token" value="{escape(launch_data["id_token"])}">'
+            action, token = escape(launch_data["launch_url"]), escape(launch_data["id_token"])
+            return (f'<form method="post" action="{action}">'
+                    f'<input type="hidden" name="id_token" value="{token}">'
                     f'<input type="hidden" name="state" value="{escape(launch_data["state"])}">'
                     "</form>")
     return Launch

@@ -188,6 +188,9 @@ def test_deep_linking_places_an_assignment_with_its_line_item(lti):
     picker_url = tool.url + response.headers["Location"]
     page = browser.get(picker_url)
     assert page.status_code == 200 and 'value="sdpa"' in page.text
+    other = requests.Session()  # another instructor's browser cannot answer this selection
+    launch(other, platform, "lms-prof", link="link-x", custom={"attn_grader_assignment": "quiz"})
+    assert other.get(picker_url).status_code == 404
     back = browser.post(picker_url, data={"csrf_token": _csrf(page.text),
                                           "assignments": ["sdpa", "quiz"]})
     assert back.status_code == 200
@@ -196,6 +199,7 @@ def test_deep_linking_places_an_assignment_with_its_line_item(lti):
     assert action == f"{platform.url}/deep-link-return"
     accepted = browser.post(action, data=fields)
     assert accepted.status_code == 200, accepted.text
+    assert browser.get(picker_url).status_code == 404  # answered: it cannot be sent twice
     sdpa, quiz = platform.deep_link_items
     assert sdpa["type"] == "ltiResourceLink" and sdpa["url"] == f"{tool.url}/lti/launch"
     assert sdpa["custom"] == {"attn_grader_assignment": "sdpa"}

@@ -92,8 +92,9 @@ def platforms_list(as_json):
         click.echo(json.dumps(rows, indent=2))
         return
     for row in rows:
+        deployments = ",".join(row["deployment_ids"]) or "any"
         click.echo(f"{row['id']:>3}  {row['name']}  iss={row['issuer']}  "
-                   f"client_id={row['client_id']}  deployments={','.join(row['deployment_ids']) or 'any'}")
+                   f"client_id={row['client_id']}  deployments={deployments}")
     if not rows:
         click.echo("no platforms registered")
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from urllib.parse import urlparse
 
 from flask import (Blueprint, abort, flash, jsonify, make_response, redirect, render_template,
-                   request, url_for)
-from flask_login import current_user, login_user
+                   session as browser_session, url_for)
+from flask_login import login_user
 from pylti1p3.contrib.flask import FlaskMessageLaunch, FlaskOIDCLogin, FlaskRequest
 from pylti1p3.deep_link_resource import DeepLinkResource
 from pylti1p3.exception import LtiException, OIDCException
@@ -25,6 +25,7 @@ from pylti1p3.lineitem import LineItem
 
 from ..extensions import csrf
 from ..pages.helpers import db, instructor_required
+from ..security import DEFAULT_CSP, csp_nonce
 from ..services.courses import default_course, find_assignment
 from . import keys, passback, platforms, provision, roster
 from .forms import DeepLinkForm, DeploymentsForm, PlatformForm
@@ -86,6 +87,8 @@ def launch():
         return _refuse(str(exc))
     session.commit()
     login_user(user)
+    if message.is_deep_link_launch():  # only this browser may answer this content selection
+        browser_session["lti_deep_link"] = message.get_launch_id()
     return redirect(target, code=303)
 
 
@@ -107,18 +110,25 @@ def _restore(launch_id: str):
 @bp.route("/lti/deep-link/<launch_id>", methods=["GET", "POST"])
 @instructor_required
 def deep_link(launch_id: str):
-    message = _restore(launch_id)
+    message = _restore(launch_id) if browser_session.get("lti_deep_link") == launch_id else None
     if message is None or not message.is_deep_link_launch():
         return _refuse("this content selection has expired; start it again from the LMS", 404)
-    course = default_course(db())
-    choices = [(a.slug, f"{a.title} ({a.kind})") for a in (course.assignments if course else [])]
+    platform = DatabaseToolConf(db()).platform(message.get_iss(), message.get_client_id())
+    course = platform.course or default_course(db())
+    settings = message.get_launch_data()[provision.DEEP_LINKING_CLAIM]
     form = DeepLinkForm()
-    form.assignments.choices = choices
-    if not form.validate_on_submit():
+    form.assignments.choices = [(a.slug, f"{a.title} ({a.kind})")
+                                for a in (course.assignments if course else [])]
+    chosen = form.validate_on_submit()
+    if chosen and str(settings.get("accept_multiple", True)).lower() == "false" \
+            and len(form.assignments.data) > 1:
+        form.assignments.errors.append("this LMS takes one assignment at a time")
+        chosen = False
+    if not chosen:
         return render_template("lti/deep_link.html", form=form, launch_id=launch_id)
     items = []
     for slug in form.assignments.data:
-        assignment = find_assignment(db(), slug)
+        assignment = find_assignment(db(), slug, course)
         items.append(DeepLinkResource().set_url(url_for("lti.launch", _external=True))
                      .set_title(assignment.title)
                      .set_custom_params({provision.ASSIGNMENT_PARAM: assignment.slug})
@@ -126,12 +136,12 @@ def deep_link(launch_id: str):
                                    .set_score_maximum(_max_points(assignment))
                                    .set_resource_id(assignment.slug)))
     token = message.get_deep_link().get_response_jwt(items)
-    return_url = message.get_launch_data()[provision.DEEP_LINKING_CLAIM]["deep_link_return_url"]
+    browser_session.pop("lti_deep_link", None)
+    return_url = settings["deep_link_return_url"]
     response = make_response(render_template("lti/deep_link_return.html",
                                              return_url=return_url, token=token))
     # This one form posts to the LMS: widen form-action to its origin only.
     origin = "{0.scheme}://{0.netloc}".format(urlparse(return_url))
-    from ..security import DEFAULT_CSP, csp_nonce
     response.headers["Content-Security-Policy"] = DEFAULT_CSP.replace(
         "{nonce}", csp_nonce()).replace("form-action 'self'", f"form-action 'self' {origin}")
     return response
