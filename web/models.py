@@ -303,6 +303,6 @@ class ManualGrade(Base):
 
 
 # The LTI tables live next to the LTI code; importing them here puts them on Base.metadata
-# wherever the models are used (migrations, the model/migration comparison).
-from .lti.models import (LtiContext, LtiKey, LtiLaunchData, LtiPlatform,  # noqa: E402,F401
-                         LtiResourceLink, LtiScoreSync, LtiUser)
+# wherever the models are used (migrations, the model/migration comparison). A module, not
+# names: web.lti.models may be the first of the two imported (it imports this one).
+from .lti import models as _lti_models  # noqa: E402,F401

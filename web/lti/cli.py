@@ -3,6 +3,7 @@ sync rosters. The same operations as the instructor's page at ``/instructor/lti`
 from __future__ import annotations
 
 import json
+import logging
 import time
 
 import click
@@ -151,6 +152,7 @@ def send(loop):
     from .passback import send_due
 
     _logging("INFO")
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # the migration check's chatter
     config = _config()
     engine = _migrated_engine(config)
     while True:
@@ -170,7 +172,10 @@ def outbox(pending):
     from .passback import outbox as rows
 
     with _session(_config()) as session:
-        for s in rows(session, pending_only=pending):
+        found = rows(session, pending_only=pending)
+        if not found:
+            click.echo("no scores to send" if pending else "no scores in the outbox")
+        for s in found:
             state = "sent" if s.sent_version >= s.version else f"waiting, {s.attempts} failures"
             click.echo(f"{s.user.email}  {s.link.assignment.slug}  "
                        f"{s.score_given:g}/{s.score_maximum:g}  {state}"
