@@ -136,3 +136,17 @@ def test_a_submitted_quiz_attempt_queues_its_score(env, ada):
         row = session.query(LtiScoreSync).one()
         assert attempt.status == "submitted"
         assert (row.score_given, row.score_maximum) == (attempt.score, attempt.max_score)
+
+
+def test_the_lti_tables_import_first_without_a_cycle():
+    """``attn-grader lti roster`` imports web.lti.models before web.models."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run([sys.executable, "-c", "import web.lti.models as m; "
+                           "print(len(m.Base.metadata.tables))"],
+                          cwd=Path(__file__).resolve().parent.parent, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) >= 19
