@@ -25,7 +25,7 @@ from pylti1p3.exception import LtiServiceException
 from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
 from pylti1p3.service_connector import ServiceConnector
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -181,7 +181,6 @@ def _deliver(session: Session, connectors: _Connectors, item: _Claimed) -> None:
     link = session.get(LtiResourceLink, item.link_id)
     ags = dict(link.ags or {})
     service = AssignmentsGradesService(connectors.for_link(link), ags)
-    lineitem = None
     if not ags.get("lineitem"):  # no line item of its own: find or create one for this link
         if LINEITEM_SCOPE not in (ags.get("scope") or []) or not ags.get("lineitems"):
             raise LookupError("the LMS gave this link no line item and no right to create "
@@ -196,7 +195,7 @@ def _deliver(session: Session, connectors: _Connectors, item: _Claimed) -> None:
     try:
         service.put_grade(grade_for(item))
     except LtiServiceException as exc:
-        if "409" in str(exc):  # the platform holds a newer score already: nothing to send
+        if exc.response.status_code == 409:  # AGS: the platform holds a newer score already
             log.info("passback %s: platform kept a newer score (409)", item.id)
             return
         raise
@@ -235,11 +234,11 @@ def send_due(engine: Engine, *, lease_seconds: float = 60.0, limit: int = 100,
 def _sent(engine: Engine, item: _Claimed) -> None:
     now = utcnow()
     with write_session(engine) as session:
+        # Fenced by the claim: no later sender has touched the row, so no later version
+        # can have been sent meanwhile.
         session.execute(update(S).where(S.id == item.id, S.claim == item.claim)
-                        .values(sent_version=func.max(S.sent_version, item.version)
-                                if engine.dialect.name == "sqlite"
-                                else func.greatest(S.sent_version, item.version),
-                                sent_at=now, lease_until=None, attempts=0, last_error=None))
+                        .values(sent_version=item.version, sent_at=now, lease_until=None,
+                                attempts=0, last_error=None))
 
 
 def _failed(engine: Engine, item: _Claimed, error: str) -> None:
