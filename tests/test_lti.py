@@ -254,8 +254,14 @@ def test_roster_sync_enrolls_active_members_and_drops_inactive_ones(lti):
     from web.models import Enrollment, User
 
     env, tool, platform = lti
-    launch(requests.Session(), platform, "lms-prof", link="link-sdpa",
+    staff = requests.Session()
+    launch(staff, platform, "lms-prof", link="link-sdpa",
            custom={"attn_grader_assignment": "sdpa"})
+    page = staff.get(f"{tool.url}/instructor/lti")  # the LMS instructor is an instructor here
+    assert page.status_code == 200 and "Attention, spring term" in page.text
+    synced = staff.post(f"{tool.url}/instructor/lti/contexts/1/roster",
+                        data={"csrf_token": _csrf(page.text)})
+    assert "Roster synced: 2 active members (1 staff), 0 enrollments removed" in synced.text
     with db_session(env) as session:
         context = session.query(LtiContext).one()
         assert context.memberships_url == f"{platform.url}/memberships"

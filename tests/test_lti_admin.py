@@ -72,6 +72,11 @@ def test_instructor_page_registers_a_platform_and_shows_the_tool_urls(env, prof,
     duplicate = prof.post("/instructor/lti", data=form, follow_redirects=True)
     assert b"already registered" in duplicate.data
     assert ada.get("/instructor/lti").status_code == 403
+    assert ada.post("/instructor/lti/platforms/1/remove").status_code == 403
+    prof.post("/instructor/lti/platforms/1/deployments", data={"deployment_ids": "7, 8"})
+    assert b'value="7 8"' in prof.get("/instructor/lti").data
+    gone = prof.post("/instructor/lti/platforms/1/remove", follow_redirects=True)
+    assert b"Platform removed" in gone.data and b"moodle.example.edu" not in gone.data
 
 
 def _linked_student(env, kind="task"):

@@ -65,8 +65,6 @@ def ensure_user(session: Session, platform: LtiPlatform, sub: str, *, email: str
         session.add(link)
         session.flush()
     user = link.user
-    if name and not user.name:
-        user.name = name
     if role == "instructor" and user.role != "instructor":
         user.role = "instructor"
     return user

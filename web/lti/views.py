@@ -24,6 +24,7 @@ from pylti1p3.exception import LtiException, OIDCException
 from pylti1p3.lineitem import LineItem
 
 from ..extensions import csrf
+from ..pages.forms import ActionForm
 from ..pages.helpers import db, instructor_required
 from ..security import DEFAULT_CSP, csp_nonce
 from ..services.courses import default_course, find_assignment
@@ -195,7 +196,8 @@ def admin():
     contexts = session.query(LtiContext).order_by(LtiContext.id).all()
     return render_template("lti/admin.html", form=form, urls=platforms.tool_urls(),
                            platforms=platforms.list_platforms(session), contexts=contexts,
-                           outbox=passback.outbox(session), deployments_form=DeploymentsForm())
+                           outbox=passback.outbox(session), deployments_form=DeploymentsForm(),
+                           action_form=ActionForm())
 
 
 def _allow_http() -> bool:
@@ -219,7 +221,7 @@ def save_deployments(platform_id: int):
 @instructor_required
 def remove(platform_id: int):
     platform = platforms.find_platform(db(), platform_id) or abort(404)
-    if DeploymentsForm().validate_on_submit():
+    if ActionForm().validate_on_submit():
         platforms.remove_platform(db(), platform)
         db().commit()
         flash("Platform removed; its launches no longer work.", "success")
@@ -230,7 +232,7 @@ def remove(platform_id: int):
 @instructor_required
 def sync_roster(context_id: int):
     context = db().get(LtiContext, context_id) or abort(404)
-    if DeploymentsForm().validate_on_submit():
+    if ActionForm().validate_on_submit():
         try:
             result = roster.sync_roster(db(), context)
         except Exception as exc:  # the LMS refused or is down: say so, change nothing
