@@ -17,9 +17,6 @@ import requests
 from lti_platform import INSTRUCTOR, LEARNER, LiveServer, Platform, platform_app
 from pages_support import db_session, grade_queued, make_env
 
-pytest.importorskip("pylti1p3")
-pytest.importorskip("lti1p3platform")
-
 
 @pytest.fixture
 def lti(tmp_path):
