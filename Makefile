@@ -6,15 +6,28 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 HOST ?= 127.0.0.1
 PORT ?= 5000
+# constraints.txt pins every package of the install except torch (TORCH_SPEC chooses torch:
+# the CPU wheel here, a CUDA build on a GPU host), so two deployments get the same versions.
+# `make lock` recompiles it from pyproject.toml (Python 3.11, Linux x86_64).
+LOCK_TORCH ?= torch==2.13.0+cpu
+LOCK_FIND_LINKS ?= $(wildcard /opt/wheels)
 
-.PHONY: run test install clean bench
+.PHONY: run test install clean bench lock
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -e ".[test]" -c constraints.txt
 	touch $@
+
+lock:
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q "uv>=0.5"
+	echo "$(LOCK_TORCH)" | $(VENV)/bin/uv pip compile pyproject.toml --extra test --extra deploy \
+	  --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+	  $(if $(LOCK_FIND_LINKS),--find-links $(LOCK_FIND_LINKS)) -c /dev/stdin \
+	  --no-emit-package torch --custom-compile-command "make lock" -o constraints.txt
 
 install: $(VENV)/.installed
 

@@ -23,6 +23,7 @@ COMMANDS = {
     "users": ("web.cli:users", "Manage accounts and API tokens."),
     "regrade": ("web.cli:regrade", "Regrade an assignment; shows score changes before applying."),
     "reconcile": ("web.cli:reconcile", "Re-notify lost grading jobs; fail those past max attempts."),
+    "lti": ("web.lti.cli:lti", "LMS integration (LTI 1.3): platforms, keys, tool URLs, passback, rosters."),
     "submit": ("web.client:submit", "Submit a file to a grading service and wait for the result."),
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Make sure PostgreSQL and Redis are running on 127.0.0.1 for the integration tests.
+# Make sure PostgreSQL, Redis and RabbitMQ are running on 127.0.0.1 for the integration tests.
 # Starts them if they are installed but stopped; never fails the build: tests that need a
 # server that is still unreachable skip with a message saying so.
 set -u
@@ -36,5 +36,16 @@ elif command -v redis-server >/dev/null; then
   wait_port 127.0.0.1 6379 10 || echo "warning: Redis not reachable on 127.0.0.1:6379" >&2
 else
   echo "note: redis-server is not installed; its integration tests will skip" >&2
+fi
+
+if port_open 127.0.0.1 5672; then
+  echo "RabbitMQ: running on 127.0.0.1:5672"
+elif command -v rabbitmq-server >/dev/null; then
+  echo "RabbitMQ: starting"
+  rabbitmq-server -detached ||
+    echo "warning: could not start RabbitMQ; the amqp:// broker test will skip" >&2
+  wait_port 127.0.0.1 5672 30 || echo "warning: RabbitMQ not reachable on 127.0.0.1:5672" >&2
+else
+  echo "note: rabbitmq-server is not installed; the amqp:// broker test will skip" >&2
 fi
 exit 0

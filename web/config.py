@@ -24,8 +24,9 @@ SETTINGS: dict[str, tuple[type, object, str]] = {
     "SECRET_KEY": (str, None, "Flask secret; default generated into <instance>/secret_key"),
     "QUIZ_SECRET": (str, None, "key of the per-student quiz variants (HMAC); default derived "
                     "from SECRET_KEY"),
-    "BROKER_URL": (str, None, "redis://host:port/db to publish jobs through Dramatiq (scale-out)"),
-    "BROKER_NAMESPACE": (str, "attn_grader", "prefix of the broker's Redis keys"),
+    "BROKER_URL": (str, None, "redis://host:port/db or amqp://user:pass@host:5672/vhost to "
+                   "publish jobs through Dramatiq (scale-out)"),
+    "BROKER_NAMESPACE": (str, "attn_grader", "prefix of the broker's Redis keys (Redis only)"),
     "RATELIMIT_STORAGE_URI": (str, "memory://", "Flask-Limiter storage (redis://... at scale)"),
     "API_RATE_LIMIT": (str, "120 per minute", "per-token limit on every /api/v1 request"),
     "SANDBOX": (str, "auto", "sandbox level workers pass to grade_source: auto, strict, none"),
@@ -53,6 +54,8 @@ SETTINGS: dict[str, tuple[type, object, str]] = {
     "SMTP_CA_FILE": (str, None, "CA certificates to verify the mail server with (default: the system's)"),
     "MAIL_FROM": (str, "attn-grader <no-reply@localhost>", "From: of the service's e-mail"),
     "PASSWORD_RESET_SECONDS": (int, 3600, "how long a password-reset link stays valid"),
+    "LTI_ALLOW_HTTP": (bool, False, "accept http:// LMS URLs in LTI registrations (a local "
+                       "test LMS only; an LMS on a network must use https)"),
 }
 
 

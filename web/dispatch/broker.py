@@ -1,7 +1,8 @@
 """Notifying workers that a job is waiting.
 
 Without a broker the workers poll the database, so there is nothing to send
-(``DatabaseDispatcher``). With ``ATTN_GRADER_BROKER_URL=redis://...`` job ids travel through
+(``DatabaseDispatcher``). With ``ATTN_GRADER_BROKER_URL=redis://...`` (or ``amqp://...`` for
+RabbitMQ) job ids travel through
 Dramatiq to ``attn-grader worker`` processes on any host (``DramatiqDispatcher``); the
 message carries only the id, and the worker claims the job with the same fenced code, so a
 duplicate or late message is harmless. ``stub://`` uses Dramatiq's in-memory StubBroker.

@@ -1,4 +1,5 @@
-"""Starts grading worker processes, restarts any that die, and runs the reconciler.
+"""Starts grading worker processes, restarts any that die, and runs the reconciler
+(and, beside it, the LMS grade passback sender, ``web.lti.passback.send_due``).
 
 ``serve`` runs one of these next to the web server; ``attn-grader worker`` runs one per
 host. GPU workers get one process per GPU with ``CUDA_VISIBLE_DEVICES`` pinned to it.
@@ -14,6 +15,7 @@ import time
 from dataclasses import dataclass
 
 from ..db import get_engine
+from ..lti.passback import send_due
 from .broker import make_dispatcher
 from .reconciler import reconcile
 
@@ -86,6 +88,10 @@ class Supervisor:
                           queued_stale_seconds=float(self.config["QUEUED_STALE_SECONDS"]))
             except Exception:
                 log.exception("reconciler run failed; retrying in %s s", interval)
+            try:  # LMS grade passback: due scores go out (leased, so any host may run this)
+                send_due(engine, lease_seconds=float(self.config["LEASE_SECONDS"]))
+            except Exception:
+                log.exception("LTI grade passback run failed; retrying in %s s", interval)
 
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM every worker (each finishes its current job), then SIGKILL stragglers."""

@@ -16,6 +16,7 @@ from . import helpers
 
 def register(app: Flask) -> None:
     from ..extensions import login_manager
+    from ..lti.views import bp as lti_bp
     from . import auth, instructor, quiz, signup_admin, similarity, student
 
     login_manager.login_view = "auth.sign_in"
@@ -23,7 +24,7 @@ def register(app: Flask) -> None:
     login_manager.login_message_category = "info"
 
     for blueprint in (auth.bp, student.bp, quiz.bp, instructor.bp, signup_admin.bp,
-                      similarity.bp):
+                      similarity.bp, lti_bp):
         app.register_blueprint(blueprint)
 
     app.jinja_env.filters.update(

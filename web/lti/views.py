@@ -1,0 +1,244 @@
+"""The LTI endpoints and the instructor's LTI page.
+
+- ``/lti/login``: OIDC login initiation (third-party initiated login) from the LMS.
+- ``/lti/launch``: the launch (a form POST from the LMS carrying the signed ``id_token``):
+  a resource link opens its assignment signed in as the LMS user; a deep linking request
+  shows instructors the assignments to place.
+- ``/lti/deep-link/<launch_id>``: the instructor's choice, sent back to the LMS signed.
+- ``/lti/jwks``: the tool's public keys.
+- ``/instructor/lti``: the tool's URLs to register, the platforms, rosters and passback.
+
+Login and launch come from the LMS, not from our own forms, so they carry no CSRF token;
+they are protected by the OIDC state, the nonce and the platform's signature instead.
+"""
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+from flask import (Blueprint, abort, flash, jsonify, make_response, redirect, render_template,
+                   session as browser_session, url_for)
+from flask_login import login_user
+from pylti1p3.contrib.flask import FlaskMessageLaunch, FlaskOIDCLogin, FlaskRequest
+from pylti1p3.deep_link_resource import DeepLinkResource
+from pylti1p3.exception import LtiException, OIDCException
+from pylti1p3.lineitem import LineItem
+
+from ..extensions import csrf
+from ..pages.forms import ActionForm
+from ..pages.helpers import db, instructor_required
+from ..security import DEFAULT_CSP, csp_nonce
+from ..services.courses import default_course, find_assignment
+from . import keys, passback, platforms, provision, roster
+from .forms import DeepLinkForm, DeploymentsForm, PlatformForm
+from .models import LtiContext
+from .toolconf import DatabaseLaunchData, DatabaseToolConf, http_session
+
+bp = Blueprint("lti", __name__)
+
+
+def _refuse(message: str, code: int = 400):
+    return render_template("lti/error.html", message=message), code
+
+
+def _launch_storage():
+    return DatabaseLaunchData(db())
+
+
+@bp.route("/lti/login", methods=["GET", "POST"])
+@csrf.exempt
+def login():
+    conf = DatabaseToolConf(db())
+    keys.signing_key(db())  # generated on the first login, stored with this request
+    oidc = FlaskOIDCLogin(FlaskRequest(), conf, launch_data_storage=_launch_storage())
+    try:
+        # Always our own launch URL: the LMS checks it against the registered redirect URIs.
+        response = oidc.redirect(url_for("lti.launch", _external=True))
+    except (OIDCException, LtiException, LookupError) as exc:
+        return _refuse(f"LTI login refused: {exc}")
+    db().commit()  # the state and nonce the launch will be checked against
+    return response
+
+
+@bp.post("/lti/launch")
+@csrf.exempt
+def launch():
+    session = db()
+    conf = DatabaseToolConf(session)
+    message = FlaskMessageLaunch(FlaskRequest(), conf, launch_data_storage=_launch_storage(),
+                                 requests_session=http_session())
+    try:
+        body = message.get_launch_data()
+        platform = conf.platform(message.get_iss(), message.get_client_id())
+    except (LtiException, LookupError) as exc:
+        return _refuse(f"LTI launch refused: {exc}")
+    try:
+        user, course, context, role = provision.launch_user(session, platform, body)
+        if message.is_deep_link_launch():
+            if role != "instructor":
+                raise provision.LaunchRejected("only course staff can add assignments")
+            target = url_for("lti.deep_link", launch_id=message.get_launch_id())
+        elif message.is_resource_launch():
+            link = provision.ensure_link(session, platform, course, context, body)
+            passback.queue_best_score(session, user.id, link.assignment_id)
+            target = _assignment_url(link.assignment)
+        else:
+            raise provision.LaunchRejected("this kind of LTI message is not supported")
+    except provision.LaunchRejected as exc:
+        session.rollback()
+        return _refuse(str(exc))
+    session.commit()
+    login_user(user)
+    if message.is_deep_link_launch():  # only this browser may answer this content selection
+        browser_session["lti_deep_link"] = message.get_launch_id()
+    return redirect(target, code=303)
+
+
+def _assignment_url(assignment) -> str:
+    if assignment.kind == "quiz":
+        return url_for("quiz.quiz", slug=assignment.slug)
+    return url_for("student.task", slug=assignment.slug)
+
+
+def _restore(launch_id: str):
+    try:
+        return FlaskMessageLaunch.from_cache(launch_id, FlaskRequest(), DatabaseToolConf(db()),
+                                             launch_data_storage=_launch_storage(),
+                                             requests_session=http_session())
+    except (LtiException, LookupError):
+        return None
+
+
+@bp.route("/lti/deep-link/<launch_id>", methods=["GET", "POST"])
+@instructor_required
+def deep_link(launch_id: str):
+    message = _restore(launch_id) if browser_session.get("lti_deep_link") == launch_id else None
+    if message is None or not message.is_deep_link_launch():
+        return _refuse("this content selection has expired; start it again from the LMS", 404)
+    platform = DatabaseToolConf(db()).platform(message.get_iss(), message.get_client_id())
+    course = platform.course or default_course(db())
+    settings = message.get_launch_data()[provision.DEEP_LINKING_CLAIM]
+    form = DeepLinkForm()
+    form.assignments.choices = [(a.slug, f"{a.title} ({a.kind})")
+                                for a in (course.assignments if course else [])]
+    chosen = form.validate_on_submit()
+    if chosen and str(settings.get("accept_multiple", True)).lower() == "false" \
+            and len(form.assignments.data) > 1:
+        form.assignments.errors.append("this LMS takes one assignment at a time")
+        chosen = False
+    if not chosen:
+        return render_template("lti/deep_link.html", form=form, launch_id=launch_id)
+    items = []
+    for slug in form.assignments.data:
+        assignment = find_assignment(db(), slug, course)
+        items.append(DeepLinkResource().set_url(url_for("lti.launch", _external=True))
+                     .set_title(assignment.title)
+                     .set_custom_params({provision.ASSIGNMENT_PARAM: assignment.slug})
+                     .set_lineitem(LineItem().set_label(assignment.title)
+                                   .set_score_maximum(_max_points(assignment))
+                                   .set_resource_id(assignment.slug)))
+    token = message.get_deep_link().get_response_jwt(items)
+    browser_session.pop("lti_deep_link", None)
+    return_url = settings["deep_link_return_url"]
+    response = make_response(render_template("lti/deep_link_return.html",
+                                             return_url=return_url, token=token))
+    # This one form posts to the LMS: widen form-action to its origin only.
+    origin = "{0.scheme}://{0.netloc}".format(urlparse(return_url))
+    response.headers["Content-Security-Policy"] = DEFAULT_CSP.replace(
+        "{nonce}", csp_nonce()).replace("form-action 'self'", f"form-action 'self' {origin}")
+    return response
+
+
+def _max_points(assignment) -> float:
+    """The line item's maximum: a task's points (100), a quiz's questions' points."""
+    if assignment.kind == "quiz":
+        from questions.model import load_bank
+        bank = load_bank()
+        return float(sum(bank.get(q).points for q in assignment.question_ids or []
+                         if bank.get(q) is not None)) or 1.0
+    from grader.tasks import TASKS
+    task = TASKS.get(assignment.task_id)
+    return float(sum(task.points.values())) if task else 100.0
+
+
+@bp.get("/lti/jwks")
+def jwks():
+    data = keys.jwks(db())
+    db().commit()
+    response = jsonify(data)
+    response.headers["Cache-Control"] = "public, max-age=300"
+    return response
+
+
+# ---- the instructor's page -----------------------------------------------------------------
+
+@bp.route("/instructor/lti", methods=["GET", "POST"])
+@instructor_required
+def admin():
+    session = db()
+    form = PlatformForm(prefix="new")
+    if form.validate_on_submit():
+        try:
+            platforms.add_platform(
+                session, name=form.name.data, issuer=form.issuer.data,
+                client_id=form.client_id.data, auth_login_url=form.auth_login_url.data,
+                auth_token_url=form.auth_token_url.data, key_set_url=form.key_set_url.data,
+                auth_audience=form.auth_audience.data, deployment_ids=form.deployment_ids.data,
+                allow_http=_allow_http())
+        except platforms.RegistrationError as exc:
+            session.rollback()
+            flash(f"Not registered: {exc}", "error")
+        else:
+            session.commit()
+            flash("Platform registered.", "success")
+            return redirect(url_for("lti.admin"))
+    keys.signing_key(session)
+    session.commit()
+    contexts = session.query(LtiContext).order_by(LtiContext.id).all()
+    return render_template("lti/admin.html", form=form, urls=platforms.tool_urls(),
+                           platforms=platforms.list_platforms(session), contexts=contexts,
+                           outbox=passback.outbox(session), deployments_form=DeploymentsForm(),
+                           action_form=ActionForm())
+
+
+def _allow_http() -> bool:
+    from flask import current_app
+    return bool(current_app.config.get("LTI_ALLOW_HTTP"))
+
+
+@bp.post("/instructor/lti/platforms/<int:platform_id>/deployments")
+@instructor_required
+def save_deployments(platform_id: int):
+    platform = platforms.find_platform(db(), platform_id) or abort(404)
+    form = DeploymentsForm()
+    if form.validate_on_submit():
+        platforms.set_deployments(db(), platform, form.deployment_ids.data)
+        db().commit()
+        flash("Deployment IDs saved.", "success")
+    return redirect(url_for("lti.admin"))
+
+
+@bp.post("/instructor/lti/platforms/<int:platform_id>/remove")
+@instructor_required
+def remove(platform_id: int):
+    platform = platforms.find_platform(db(), platform_id) or abort(404)
+    if ActionForm().validate_on_submit():
+        platforms.remove_platform(db(), platform)
+        db().commit()
+        flash("Platform removed; its launches no longer work.", "success")
+    return redirect(url_for("lti.admin"))
+
+
+@bp.post("/instructor/lti/contexts/<int:context_id>/roster")
+@instructor_required
+def sync_roster(context_id: int):
+    context = db().get(LtiContext, context_id) or abort(404)
+    if ActionForm().validate_on_submit():
+        try:
+            result = roster.sync_roster(db(), context)
+        except Exception as exc:  # the LMS refused or is down: say so, change nothing
+            db().rollback()
+            flash(f"Roster not synced: {exc}", "error")
+        else:
+            db().commit()
+            flash(f"Roster synced: {result.describe()}.", "success")
+    return redirect(url_for("lti.admin"))
