@@ -18,6 +18,7 @@ import math
 from . import schema
 from .answers import AnswerFormatError, grade_answer, numeric_answer, within
 from .model import Bank, Question, load_bank
+from .originality import SeedIndex, find_seeds, overlap_problems
 from .cues import draw_seeds, length_problem, position_problems
 from .variants import format_number, render, shown_options
 
@@ -153,11 +154,18 @@ def _check_code(question: Question, fail) -> None:
             fail(f"wrong_solutions[{i}]", "is accepted, so the cases do not tell it apart")
 
 
-def validate_bank(path=None, *, run_code: bool = True) -> tuple[Bank, list[str]]:
-    """Load and deeply check a bank; returns the bank and every problem found."""
+def validate_bank(path=None, *, run_code: bool = True, seeds=None) -> tuple[Bank, list[str]]:
+    """Load and deeply check a bank; returns the bank and every problem found.
+
+    ``seeds``: the folder of source texts for the copying rule (default: found by
+    :func:`questions.originality.find_seeds`); ``False`` or no folder found skips that rule.
+    """
     bank = load_bank(path)
     problems = list(bank.errors)
     for question in bank:
         problems.extend(check_question(question, run_code=run_code))
     problems.extend(f"{bank.path}: {line}" for line in position_problems(list(bank)))
+    folder = find_seeds(seeds) if seeds is not False else None
+    if folder is not None:
+        problems.extend(overlap_problems(bank, SeedIndex.load(folder)))
     return bank, problems
