@@ -176,3 +176,14 @@ def _text(result) -> str:
 def test_loading_the_bank_does_not_read_the_seeds(monkeypatch):
     monkeypatch.setattr("questions.originality.SeedIndex.load", lambda folder: pytest.fail("seeds read"))
     assert len(load_bank()) > 0
+
+
+def test_a_numeric_answer_matching_no_known_mistake_gets_a_direction_not_the_answer():
+    q = load_bank().get("std-of-dot-product")
+    seed = 5
+    target = solution(q, seed)["value"]
+    high = grade_answer(q, seed, target * 3 + 7, "ru")
+    assert high.correct is False and "слишком велико" in high.feedback
+    assert q.data["explanation"]["ru"][:20] not in high.feedback
+    low = grade_answer(q, seed, -1)
+    assert "too small" in low.feedback
