@@ -23,6 +23,7 @@ CJK_RUN = 12
 SEEDS_ENV = "ATTN_GRADER_SEEDS"
 _TOKEN = re.compile(r"[\u3400-\u9fff]|[^\W\d_]+|\d+")
 _CJK = re.compile(r"[\u3400-\u9fff]")
+_CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
 
 
 def default_seeds_dir() -> Path:
@@ -64,7 +65,15 @@ class SeedIndex:
         return cls(runs)
 
     def shared_run(self, text: str, lang: str) -> tuple[str, str] | None:
-        """(the longest copied passage, the seed's file name), or None."""
+        """(the longest copied passage, the seed's file name), or None.
+
+        Inline code (`...`) is not prose: a quoted line of code may match a seed, and the
+        words on either side of it are not one run.
+        """
+        hits = [hit for part in _CODE.split(text) if (hit := self._run(part, lang))]
+        return max(hits, key=lambda hit: len(tokens(hit[0])), default=None)
+
+    def _run(self, text: str, lang: str) -> tuple[str, str] | None:
         n = CJK_RUN if lang == "zh" else WORD_RUN
         table, words = self.runs[n], tokens(text)
         best: tuple[int, int, str] | None = None

@@ -33,6 +33,12 @@ TOPICS = {
     "parallelism": "parallel computation versus recurrence",
     "encoder-decoder": "the encoder and decoder stacks",
     "autoregressive": "autoregressive factorisation and generation",
+    "numerical-stability": "the stable softmax, overflow, -inf masks and fully masked rows",
+    "encoder-layer": "the encoder layer: position-wise feed-forward network, residuals, LayerNorm",
+    "cost": "compute and memory of the score matrix",
+    "saturation-measures": "the entropy and the largest weight of a row of attention weights",
+    "heads-learn": "what different heads learn, and what their weights do and do not show",
+    "history": "the RNN bottleneck and the Bahdanau/Luong attention that came before the Transformer",
 }
 
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{2,63}$")
