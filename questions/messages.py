@@ -43,6 +43,9 @@ MESSAGES = {
     "why_values": {"en": "wrong values (largest difference {diff})",
                    "ru": "неверные значения (наибольшее расхождение {diff})",
                    "zh": "数值错误（最大差值 {diff}）"},
+    "decimal_point": {"en": "Write the number with a decimal point, for example 0.125.",
+                      "ru": "Запишите число с десятичной точкой, например 0.125.",
+                      "zh": "请用小数点书写数字，例如 0.125。"},
     "why_finite_mask": {
         "en": "the hidden entries hold a large finite number ({value}) instead of −∞ (float('-inf')); "
               "a finite stand-in still gives them a tiny weight, and a row with every key hidden "
