@@ -187,3 +187,13 @@ def test_a_numeric_answer_matching_no_known_mistake_gets_a_direction_not_the_ans
     assert q.data["explanation"]["ru"][:20] not in high.feedback
     low = grade_answer(q, seed, -1)
     assert "too small" in low.feedback
+
+
+def test_quoted_code_is_not_prose_for_the_copy_rule(tmp_path):
+    folder = tmp_path / "seeds"
+    folder.mkdir()
+    (folder / "article.txt").write_text("scores = scores.masked_fill(mask == 0, -1e9) and then softmax of it "
+                                        "over the last dimension is taken", encoding="utf-8")
+    quoted, _ = _load(tmp_path, _free("quoted", "Почему в коде `scores = scores.masked_fill(mask == 0, -1e9) "
+                                                "and then softmax of it` стоит −1e9?"))
+    assert overlap_problems([quoted], SeedIndex.load(folder)) == []
