@@ -17,9 +17,9 @@ import math
 
 from . import schema
 from .answers import AnswerFormatError, grade_answer, numeric_answer, within
+from .cues import draw_seeds, length_problem, position_problems
 from .model import Bank, Question, load_bank
 from .originality import SeedIndex, find_seeds, overlap_problems
-from .cues import draw_seeds, length_problem, position_problems
 from .variants import format_number, render, shown_options
 
 SEED = 0  # the seed only orders options here; the parameter values come from each variant
