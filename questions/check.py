@@ -17,7 +17,7 @@ import math
 
 from . import schema
 from .answers import AnswerFormatError, grade_answer, numeric_answer, within
-from .cues import draw_seeds, length_problem, position_problems
+from .cues import draw_seeds, length_problem, longest_option_problems, position_problems
 from .model import Bank, Question, load_bank
 from .originality import SeedIndex, find_seeds, overlap_problems
 from .variants import format_number, render, shown_options
@@ -165,6 +165,8 @@ def validate_bank(path=None, *, run_code: bool = True, seeds=None) -> tuple[Bank
     for question in bank:
         problems.extend(check_question(question, run_code=run_code))
     problems.extend(f"{bank.path}: {line}" for line in position_problems(list(bank)))
+    problems.extend(line if not line.startswith("(bank)") else f"{bank.path}: {line}"
+                    for line in longest_option_problems(list(bank)))
     folder = find_seeds(seeds) if seeds is not False else None
     if folder is not None:
         problems.extend(overlap_problems(bank, SeedIndex.load(folder)))

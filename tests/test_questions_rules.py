@@ -197,3 +197,16 @@ def test_quoted_code_is_not_prose_for_the_copy_rule(tmp_path):
     quoted, _ = _load(tmp_path, _free("quoted", "Почему в коде `scores = scores.masked_fill(mask == 0, -1e9) "
                                                 "and then softmax of it` стоит −1e9?"))
     assert overlap_problems([quoted], SeedIndex.load(folder)) == []
+
+
+def test_a_key_that_is_always_the_longest_option_fails(tmp_path):
+    for n in range(4):
+        data = _choice(f"longest-{n}")
+        del data["show"]
+        data["options"] = [_option("a", False, "wrong one"), _option("k", True, "the right one"),
+                           _option("b", False, "other one")]  # within 1.25x, yet always the longest
+        (tmp_path / f"longest-{n}.yaml").write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    _, problems = validate_bank(tmp_path, run_code=False, seeds=False)
+    assert sum("the key is the longest option in every variant" in p for p in problems) == 4
+    assert any("picking the longest option finds the key in 100% of single-choice questions" in p
+               for p in problems)
