@@ -164,9 +164,9 @@ def validate_bank(path=None, *, run_code: bool = True, seeds=None) -> tuple[Bank
     problems = list(bank.errors)
     for question in bank:
         problems.extend(check_question(question, run_code=run_code))
-    problems.extend(f"{bank.path}: {line}" for line in position_problems(list(bank)))
-    problems.extend(line if not line.startswith("(bank)") else f"{bank.path}: {line}"
-                    for line in longest_option_problems(list(bank)))
+    for line in position_problems(list(bank)) + longest_option_problems(list(bank)):
+        # bank-wide findings name the bank's folder; per-question ones already name their file
+        problems.append(f"{bank.path}: {line}" if line.startswith("(bank)") else line)
     folder = find_seeds(seeds) if seeds is not False else None
     if folder is not None:
         problems.extend(overlap_problems(bank, SeedIndex.load(folder)))
