@@ -29,7 +29,7 @@ from . import expr
 from .messages import msg
 from .model import Question
 from .schema import LANGS
-from .variants import format_number, params_for, substitute, token
+from .variants import format_number, params_for, shown_options, substitute, token
 
 
 class AnswerFormatError(ValueError):
@@ -131,18 +131,19 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
             feedback = f"{feedback}\n\n{explanation}"
         return AnswerResult(correct, round(top * fraction, 6), top, feedback, details)
 
+    if kind in ("single", "multiple"):
+        shown = shown_options(question, seed)  # an option this student was not shown is no answer
+        ids = [o["id"] for o in shown]
     if kind == "single":
-        ids = [o["id"] for o in d["options"]]
         oid = _resolve_prefixed(question, seed, answer, "", ids)
-        ok = next(o for o in d["options"] if o["id"] == oid)["correct"]
+        ok = next(o for o in shown if o["id"] == oid)["correct"]
         head = msg("correct" if ok else "incorrect", lang)
         return result(1.0 if ok else 0.0, ok, f"{head} {_option_feedback(question, oid, env, lang)}")
     if kind == "multiple":
         if not isinstance(answer, (list, tuple, set)):
             raise AnswerFormatError("expected a list of option ids")
-        ids = [o["id"] for o in d["options"]]
         chosen = {_resolve_prefixed(question, seed, a, "", ids) for a in answer}
-        right = {o["id"] for o in d["options"] if o["correct"]}
+        right = {o["id"] for o in shown if o["correct"]}
         wrong = set(ids) - right
         fraction = max(0.0, len(chosen & right) / len(right) - len(chosen & wrong) / len(wrong))
         ok = chosen == right
@@ -161,7 +162,10 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
             if within(value, float(expr.evaluate(mistake["value"], env)), tol):
                 return result(0.0, False, f"{msg('incorrect', lang)} {substitute(mistake['feedback'][lang], env, lang)}",
                               value=value)
-        return result(0.0, False, msg("numeric_off", lang, value=format_number(value, lang)), value=value)
+        # no known mistake: say which way it is off, but keep the explanation (it states the
+        # answer) for when the student may no longer change it
+        hint = msg("numeric_high" if value > target else "numeric_low", lang, value=format_number(value, lang))
+        return AnswerResult(False, 0.0, top, hint, {"value": value})
     if kind == "ordering":
         ids = [i["id"] for i in d["items"]]
         if not isinstance(answer, (list, tuple)) or len(answer) != len(ids):
@@ -229,8 +233,8 @@ def solution(question: Question, seed: int, lang: str = "en", *, params: dict | 
     env = params_for(question, seed) if params is None else params
     d = question.data
     if question.kind in ("single", "multiple"):
-        return {"options": [o["id"] for o in d["options"] if o["correct"]],
-                "tokens": [token(seed, question.id, o["id"]) for o in d["options"] if o["correct"]]}
+        right = [o["id"] for o in shown_options(question, seed) if o["correct"]]
+        return {"options": right, "tokens": [token(seed, question.id, oid) for oid in right]}
     if question.kind == "numeric":
         return {"value": numeric_answer(question, env), "tolerance": d.get("tolerance", {"rel": 1e-9})}
     if question.kind == "ordering":

@@ -17,8 +17,10 @@ import math
 
 from . import schema
 from .answers import AnswerFormatError, grade_answer, numeric_answer, within
+from .cues import draw_seeds, length_problem, longest_option_problems, position_problems
 from .model import Bank, Question, load_bank
-from .variants import format_number, render
+from .originality import SeedIndex, find_seeds, overlap_problems
+from .variants import format_number, render, shown_options
 
 SEED = 0  # the seed only orders options here; the parameter values come from each variant
 
@@ -38,6 +40,12 @@ def check_question(question: Question, *, run_code: bool = True) -> list[str]:
         if len(problems) > 20:
             problems.append(f"{question.path}: (variants): stopped after 20 problems")
             break
+    if question.kind in ("single", "multiple"):
+        cue = length_problem(question)
+        if cue:
+            fail("options", cue)
+    if question.data.get("show"):
+        _check_pool_coverage(question, fail)
     if question.kind == "code" and run_code and not problems:
         _check_code(question, fail)
     return problems
@@ -74,14 +82,8 @@ def _check_variant(question: Question, env: dict, fail, where: str) -> None:
 
     kind = question.kind
     if kind in ("single", "multiple"):
-        right = [o["id"] for o in d["options"] if o["correct"]]
-        must_accept(right[0] if kind == "single" else right, "options")
-        for o in d["options"]:
-            if not o["correct"]:
-                must_reject(o["id"] if kind == "single" else [o["id"]], f"options[{o['id']}]")
-        if kind == "multiple":
-            must_reject(right[:-1], "options") if len(right) > 1 else None
-            must_reject([o["id"] for o in d["options"]], "options")
+        for seed in draw_seeds(question):  # every draw of a pool question must grade right
+            _check_choice_draw(question, env, seed, fail, where)
     elif kind == "numeric":
         value = numeric_answer(question, env)
         if not math.isfinite(value):
@@ -111,6 +113,36 @@ def _check_variant(question: Question, env: dict, fail, where: str) -> None:
             fail("rubric", "a free-text answer must wait for the instructor")
 
 
+def _check_choice_draw(question: Question, env: dict, seed: int, fail, where: str) -> None:
+    shown = shown_options(question, seed)
+    kind = question.kind
+    right = [o["id"] for o in shown if o["correct"]]
+
+    def grade(answer):
+        return grade_answer(question, seed, answer, "en", params=env)
+
+    r = grade(right[0] if kind == "single" else right)
+    if r.correct is not True or abs(r.points - r.max_points) > 1e-9:
+        fail("options", f"the right answer {right!r} is not accepted{where}, draw {seed}")
+    wrong_answers = [o["id"] if kind == "single" else [o["id"]] for o in shown if not o["correct"]]
+    if kind == "multiple":
+        wrong_answers += [right[:-1]] if len(right) > 1 else []
+        wrong_answers.append([o["id"] for o in shown])
+    for answer in wrong_answers:
+        r = grade(answer)
+        if r.correct is not False or r.points >= r.max_points:
+            fail("options", f"the wrong answer {answer!r} is accepted{where}, draw {seed}")
+
+
+def _check_pool_coverage(question: Question, fail) -> None:
+    """Every option of a pool must reach some student, else it is dead text."""
+    seen = {o["id"] for seed in draw_seeds(question) for o in shown_options(question, seed)}
+    missing = [o["id"] for o in question.data["options"] if o["id"] not in seen]
+    if missing:
+        fail("options", f"never drawn in {len(draw_seeds(question))} draws: {', '.join(missing)} "
+             "(raise 'show' or shrink the pool)")
+
+
 def _check_code(question: Question, fail) -> None:
     d = question.data
     r = grade_answer(question, SEED, d["model_solution"])
@@ -122,10 +154,20 @@ def _check_code(question: Question, fail) -> None:
             fail(f"wrong_solutions[{i}]", "is accepted, so the cases do not tell it apart")
 
 
-def validate_bank(path=None, *, run_code: bool = True) -> tuple[Bank, list[str]]:
-    """Load and deeply check a bank; returns the bank and every problem found."""
+def validate_bank(path=None, *, run_code: bool = True, seeds=None) -> tuple[Bank, list[str]]:
+    """Load and deeply check a bank; returns the bank and every problem found.
+
+    ``seeds``: the folder of source texts for the copying rule (default: found by
+    :func:`questions.originality.find_seeds`); ``False`` or no folder found skips that rule.
+    """
     bank = load_bank(path)
     problems = list(bank.errors)
     for question in bank:
         problems.extend(check_question(question, run_code=run_code))
+    for line in position_problems(list(bank)) + longest_option_problems(list(bank)):
+        # bank-wide findings name the bank's folder; per-question ones already name their file
+        problems.append(f"{bank.path}: {line}" if line.startswith("(bank)") else line)
+    folder = find_seeds(seeds) if seeds is not False else None
+    if folder is not None:
+        problems.extend(overlap_problems(bank, SeedIndex.load(folder)))
     return bank, problems

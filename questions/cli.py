@@ -19,10 +19,18 @@ def questions() -> None:
 @questions.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False))
 @click.option("--no-code", is_flag=True, help="skip running code questions' solutions in the sandbox")
-def validate(directory: str | None, no_code: bool) -> None:
+@click.option("--seeds", type=click.Path(file_okay=False, exists=True),
+              help="the course's source texts for the copying rule (default: $ATTN_GRADER_SEEDS, "
+                   "else ../shared/seeds beside the checkout)")
+def validate(directory: str | None, no_code: bool, seeds: str | None) -> None:
     """Check every question file, variant and language; exit 1 on any problem."""
     from .check import validate_bank
-    bank, problems = validate_bank(directory, run_code=not no_code)
+    from .originality import default_seeds_dir, find_seeds
+    folder = find_seeds(seeds)
+    if folder is None:
+        click.echo(f"note: no seed texts at {default_seeds_dir()} (nor --seeds / $ATTN_GRADER_SEEDS): "
+                   "the rule against text copied from the course sources was skipped", err=True)
+    bank, problems = validate_bank(directory, run_code=not no_code, seeds=folder or False)
     for line in problems:
         click.echo(line, err=True)
     variants = sum(len(q.variants()) for q in bank)

@@ -38,6 +38,11 @@ def _compare(got: torch.Tensor, want: torch.Tensor, compare: dict, lang: str) ->
         finite = torch.isfinite(w) & torch.isfinite(g)
         diff = (g - w)[finite].abs().max().item() if finite.any() else float("inf")
         if not torch.equal(torch.isinf(g), torch.isinf(w)):
+            stand_in = torch.isneginf(w) & torch.isfinite(g)
+            if stand_in.any() and (g[stand_in] <= -1e4).all() and torch.allclose(
+                    g[~stand_in], w[~stand_in], atol=compare.get("atol", 1e-5), rtol=compare.get("rtol", 1e-4)):
+                # the -1e9 of many tutorials: right idea, but not what the task asks for
+                return msg("why_finite_mask", lang, value=f"{g[stand_in].max().item():.3g}")
             diff = float("inf")
         return msg("why_values", lang, diff=f"{diff:.3g}")
     return None

@@ -10,9 +10,10 @@ MESSAGES = {
     "missed": {"en": "You left out {n} correct option(s).",
                "ru": "Вы не отметили верных вариантов: {n}.",
                "zh": "有 {n} 个正确选项没有选。"},
-    "numeric_off": {"en": "Your value {value} is not within the accepted tolerance.",
-                    "ru": "Ваше значение {value} не попадает в допустимую погрешность.",
-                    "zh": "你的数值 {value} 不在允许的误差范围内。"},
+    "numeric_high": {"en": "Your value {value} is too large.", "ru": "Ваше значение {value} слишком велико.",
+                     "zh": "你的数值 {value} 偏大。"},
+    "numeric_low": {"en": "Your value {value} is too small.", "ru": "Ваше значение {value} слишком мало.",
+                    "zh": "你的数值 {value} 偏小。"},
     "positions": {"en": "{got} of {total} items are in the right place.",
                   "ru": "На своём месте {got} из {total} элементов.",
                   "zh": "{total} 项中有 {got} 项位置正确。"},
@@ -42,6 +43,18 @@ MESSAGES = {
     "why_values": {"en": "wrong values (largest difference {diff})",
                    "ru": "неверные значения (наибольшее расхождение {diff})",
                    "zh": "数值错误（最大差值 {diff}）"},
+    "decimal_point": {"en": "Write the number with a decimal point, for example 0.125.",
+                      "ru": "Запишите число с десятичной точкой, например 0.125.",
+                      "zh": "请用小数点书写数字，例如 0.125。"},
+    "why_finite_mask": {
+        "en": "the hidden entries hold a large finite number ({value}) instead of −∞ (float('-inf')); "
+              "a finite stand-in still gives them a tiny weight, and a row with every key hidden "
+              "becomes a uniform average instead of having no valid key",
+        "ru": "в скрытых позициях стоит большое конечное число ({value}), а не −∞ (float('-inf')); "
+              "конечная замена всё же даёт им крошечный вес, а строка, где скрыты все ключи, "
+              "превращается в равномерное среднее, хотя допустимых ключей в ней нет",
+        "zh": "被屏蔽的位置是一个很大的有限数（{value}），而不是 −∞（float('-inf')）；有限的替代值仍会给它们极小的权重，"
+              "而所有键都被屏蔽的一行会变成均匀平均，尽管其中没有任何有效的键"},
     "why_entries": {"en": "{wrong} of {total} entries are wrong", "ru": "неверных элементов: {wrong} из {total}",
                     "zh": "{total} 个元素中有 {wrong} 个错误"},
     "why_mutated": {"en": "it changed its input {names} in place",

@@ -33,6 +33,12 @@ TOPICS = {
     "parallelism": "parallel computation versus recurrence",
     "encoder-decoder": "the encoder and decoder stacks",
     "autoregressive": "autoregressive factorisation and generation",
+    "numerical-stability": "the stable softmax, overflow, -inf masks and fully masked rows",
+    "encoder-layer": "the encoder layer: position-wise feed-forward network, residuals, LayerNorm",
+    "cost": "compute and memory of the score matrix",
+    "saturation-measures": "the entropy and the largest weight of a row of attention weights",
+    "heads-learn": "what different heads learn, and what their weights do and do not show",
+    "history": "the RNN bottleneck and the Bahdanau/Luong attention that came before the Transformer",
 }
 
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{2,63}$")
@@ -48,7 +54,7 @@ MAX_VARIANTS = 5000
 COMMON = {"id", "kind", "title", "topics", "difficulty", "points", "prompt", "params", "derived",
           "constraints", "explanation", "shuffle", "source"}
 BY_KIND = {
-    "single": {"options"}, "multiple": {"options"},
+    "single": {"options", "show"}, "multiple": {"options", "show"},
     "numeric": {"answer", "tolerance", "mistakes", "unit"},
     "ordering": {"items"}, "matching": {"pairs", "distractors"},
     "code": {"function", "template", "reference", "cases", "compare", "model_solution",
@@ -227,12 +233,33 @@ def _check_choice(p: Problems, data: dict, names: set[str]) -> None:
         if not isinstance(opt.get("correct"), bool):
             p.add(f"options[{i}].correct", "must be true or false")
         correct += opt.get("correct") is True
-    if len(options) > 10:
-        p.add("options", "at most 10 options (LMS scoring fractions need it)")
-    if data["kind"] == "single" and correct != 1:
+    show = data.get("show")
+    if len(options) > (16 if show else 10):
+        p.add("options", "at most 10 options shown (LMS scoring fractions need it), 16 in a pool")
+    if data.get("shuffle") is False:
+        p.add("shuffle", "choice options are always shuffled, so that the key's position says nothing")
+    wrong = len(options) - correct
+    if show is not None:
+        _check_show(p, data["kind"], show, correct, wrong)
+    elif data["kind"] == "single" and correct != 1:
         p.add("options", f"a single-choice question needs exactly one correct option, has {correct}")
-    if data["kind"] == "multiple" and (correct < 1 or correct == len(options)):
+    if data["kind"] == "multiple" and (correct < 1 or wrong < 1):
         p.add("options", "a multiple-choice question needs at least one correct and one wrong option")
+
+
+def _check_show(p: Problems, kind: str, show, correct: int, wrong: int) -> None:
+    """``show: n`` draws n options per variant from the pool (see variants.shown_options)."""
+    if isinstance(show, bool) or not isinstance(show, int) or not 2 <= show <= 10:
+        p.add("show", "must be the number of options shown, 2 to 10")
+    elif show >= correct + wrong:
+        p.add("show", f"the pool has only {correct + wrong} options; leave 'show' out to show them all")
+    elif correct < 1:
+        p.add("options", "the pool needs at least one correct option")
+    elif kind == "single" and wrong < show - 1:
+        p.add("show", f"needs {show - 1} wrong options in the pool, has {wrong}")
+    elif kind == "multiple" and max(1, show - wrong) > min(show - 1, correct):
+        p.add("show", f"cannot draw {show} options with at least one right and one wrong from "
+              f"{correct} right and {wrong} wrong ones")
 
 
 def _check_numeric(p: Problems, data: dict, names: set[str]) -> None:

@@ -70,6 +70,28 @@ def substitute(text: str, env: dict, lang: str) -> str:
     return schema.PLACEHOLDER_RE.sub(repl, text)
 
 
+def shown_options(question: Question, seed: int) -> list[dict]:
+    """The options of a choice question that this seed's student sees, in display order.
+
+    Without ``show`` every option is shown. With ``show: n`` the file's options are a pool
+    (PrairieLearn style): the seed draws the correct option(s) and n minus that many wrong ones
+    from their misconception pools, so variants differ in which mistakes they confront.
+    """
+    options = question.data["options"]
+    count = question.data.get("show")
+    if count:
+        right = shuffled([o for o in options if o["correct"]], seed, f"pool-right:{question.id}")
+        wrong = shuffled([o for o in options if not o["correct"]], seed, f"pool-wrong:{question.id}")
+        if question.kind == "single":
+            k = 1
+        else:  # at least one of each, as many right ones as the pool and the count allow
+            low, high = max(1, count - len(wrong)), min(count - 1, len(right))
+            k = low + _draw(seed, f"pool-count:{question.id}") % (high - low + 1)
+        chosen = {o["id"] for o in right[:k] + wrong[:count - k]}
+        options = [o for o in options if o["id"] in chosen]
+    return _ordered(question, options, seed, "options")
+
+
 def _ordered(question: Question, entries: list, seed: int, label: str) -> list:
     if question.kind == "ordering":  # always shuffled, and never shown already in order
         out = shuffled(entries, seed, f"{label}:{question.id}")
@@ -97,7 +119,7 @@ def render(question: Question, seed: int, lang: str = "en", *, params: dict | No
     }
     if question.kind in ("single", "multiple"):
         out["options"] = [{"id": token(seed, qid, o["id"]), "text": substitute(o["text"][lang], env, lang)}
-                          for o in _ordered(question, d["options"], seed, "options")]
+                          for o in shown_options(question, seed)]
     elif question.kind == "ordering":
         out["items"] = [{"id": token(seed, qid, i["id"]), "text": substitute(i["text"][lang], env, lang)}
                         for i in _ordered(question, d["items"], seed, "items")]

@@ -116,3 +116,10 @@ def test_in_place_change_of_an_input_is_rejected(bank):
     q = bank.get("masked-scores-code")
     r = grade_answer(q, 2, q.data["wrong_solutions"][2])
     assert r.correct is False and "in place" in r.feedback
+
+
+def test_a_finite_stand_in_for_minus_infinity_is_named(bank):
+    q = bank.get("masked-scores-code")
+    source = "def masked_scores(scores, mask):\n    return scores.masked_fill(~mask, -1e9)\n"
+    r = grade_answer(q, variant_seed("coder", q.id), source)
+    assert r.correct is False and "−∞" in r.feedback and "-1e+09" in r.feedback

@@ -1,39 +1,51 @@
 """Exports of the bank for other systems: Moodle XML, GIFT, QTI 2.1 and JSON.
 
 Every exporter works on *instances*: one concrete variant of a question in one language,
-with all texts filled in and the answer spelled out. A parameterised question gives one
-instance (``--variants 1``, the default) or several, named ``<id>-v1``, ``<id>-v2``...;
-the variants are the first distinct ones that students with keys ``export-1``, ``export-2``...
-would get, so an export is reproducible.
+with all texts filled in and the answer spelled out. A question that varies (parameters, or
+options drawn from a pool) gives one instance (``--variants 1``, the default) or several, named
+``<id>-v1``, ``<id>-v2``...; the variants are the first distinct ones that students with keys
+``export-1``, ``export-2``... would get, options in the order they would see them, so an export
+is reproducible.
 """
 from __future__ import annotations
 
+from decimal import Decimal
+
+from .. import expr
 from ..answers import numeric_answer
 from ..model import Bank, Question
-from ..variants import format_number, params_for, substitute, variant_seed
+from ..variants import format_number, params_for, shown_options, substitute, variant_seed
 
 FORMATS = ("moodle-xml", "gift", "qti", "json")
 
 
+def varies(question: Question) -> bool:
+    """Whether students get different versions: parameters, or options drawn from a pool."""
+    return question.parameterised or bool(question.data.get("show"))
+
+
 def instances(question: Question, lang: str, variants: int = 1) -> list[dict]:
     """The concrete variants of ``question`` to export, as plain dicts (see module doc)."""
-    if not question.parameterised:
-        return [instance(question, {}, lang, question.id, "")]
+    if not varies(question):
+        return [instance(question, variant_seed("export-1", question.id), {}, lang, question.id, "")]
     out, seen = [], []
     # walk the export students until enough distinct variants (a small space may run out)
     for k in range(1, 20 * variants + 1):
-        env = params_for(question, variant_seed(f"export-{k}", question.id))
-        if env in seen:
+        seed = variant_seed(f"export-{k}", question.id)
+        env = params_for(question, seed)
+        drawn = sorted(o["id"] for o in shown_options(question, seed)) if question.kind in ("single", "multiple") else []
+        if (env, drawn) in seen:
             continue
-        seen.append(env)
+        seen.append((env, drawn))
         n = len(out) + 1
-        out.append(instance(question, env, lang, f"{question.id}-v{n}", f" (v{n})"))
+        out.append(instance(question, seed, env, lang, f"{question.id}-v{n}", f" (v{n})"))
         if len(out) == max(1, variants):
             break
     return out
 
 
-def instance(question: Question, env: dict, lang: str, ident: str, suffix: str) -> dict:
+def instance(question: Question, seed: int, env: dict, lang: str, ident: str, suffix: str) -> dict:
+    """One variant in one language; choice options are the ones (and in the order) ``seed`` shows."""
     d = question.data
 
     def t(text: dict) -> str:
@@ -49,15 +61,19 @@ def instance(question: Question, env: dict, lang: str, ident: str, suffix: str) 
     kind = question.kind
     if kind in ("single", "multiple"):
         inst["options"] = [{"id": o["id"], "text": t(o["text"]), "correct": o["correct"],
-                            "feedback": t(o["feedback"])} for o in d["options"]]
+                            "feedback": t(o["feedback"])} for o in shown_options(question, seed)]
     elif kind == "numeric":
+        tolerance = d.get("tolerance", {"rel": 1e-9})
         value = numeric_answer(question, env)
         inst["answer"] = value
         inst["answer_text"] = format_number(value, lang)
-        inst["tolerance"] = absolute_tolerance(d.get("tolerance", {"rel": 1e-9}), value)
-        from .. import expr
-        inst["mistakes"] = [{"value": float(expr.evaluate(m["value"], env)), "feedback": t(m["feedback"])}
-                            for m in d.get("mistakes") or []]
+        inst["tolerance"] = absolute_tolerance(tolerance, value)
+        # each common mistake keeps the bank's own tolerance around *its* value
+        inst["mistakes"] = []
+        for m in d.get("mistakes") or []:
+            wrong = float(expr.evaluate(m["value"], env))
+            inst["mistakes"].append({"value": wrong, "tolerance": absolute_tolerance(tolerance, wrong),
+                                     "feedback": t(m["feedback"])})
         if d.get("unit"):
             inst["unit"] = d["unit"][lang]
     elif kind == "ordering":
@@ -77,6 +93,15 @@ def instance(question: Question, env: dict, lang: str, ident: str, suffix: str) 
 def absolute_tolerance(tolerance: dict, value: float) -> float:
     """LMS numeric questions take one absolute tolerance; use the wider of ours."""
     return max(tolerance.get("abs", 0.0), tolerance.get("rel", 0.0) * abs(value))
+
+
+def plain_decimal(value: float) -> str:
+    """A number in plain decimal digits, never ``1.1e-07``: gift-pegjs refuses exponents,
+    pygiftparser reads 1.125e-07 as 1.125, and Moodle's own exporter writes decimals."""
+    text = format(Decimal(repr(float(value))), "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("", "-0") else text
 
 
 def all_instances(bank: Bank, lang: str, variants: int = 1) -> list[dict]:

@@ -1,25 +1,35 @@
-"""GIFT, Moodle's plain-text question format, with Markdown texts.
+"""GIFT, Moodle's plain-text question format.
 
-Same mapping as the Moodle XML export; GIFT cannot express a matching question's extra
-distractors or an essay's rubric, so those go into a comment above the question.
+Same mapping as the Moodle XML export, within what GIFT can say:
+
+* texts are HTML (``[html]``) on one line, a real line break written as GIFT's ``\\n`` escape:
+  Moodle trims every line and ends a question at an empty one, so a paragraph break or the
+  indentation of a code block would not survive as real lines;
+* numbers are plain decimals, each common mistake with the tolerance around its own value;
+* GIFT has no syntax for a question's mark (every question imports with 1 point), no rubric
+  and no matching distractor: those go into ``//`` comments above the question (Moodle drops
+  comments on import, so set the marks in the quiz);
+* a code question becomes an essay whose text shows the starter code (GIFT cannot set a
+  response template or a monospaced editor).
 """
 from __future__ import annotations
 
+import html
+
+from . import markdown_html, plain_decimal
 from ..variants import format_number
 
 _SPECIAL = "\\~=#{}:"
 
 
 def escape(text: str) -> str:
-    """Backslash GIFT's control characters; newlines become spaces (one line per answer)."""
+    """Backslash GIFT's control characters; a line break becomes GIFT's ``\\n`` escape."""
     out = "".join("\\" + c if c in _SPECIAL else c for c in text)
-    return out
+    return out.replace("\r\n", "\n").replace("\n", "\\n")
 
 
-def _multiline(text: str) -> str:
-    # GIFT question text may span lines, but a blank line ends the question: keep paragraphs
-    # apart with a line holding one space
-    return "\n".join(line if line.strip() else " " for line in escape(text).split("\n"))
+def _html(markdown_text: str) -> str:
+    return escape(markdown_html(markdown_text).strip())
 
 
 def _comment(text: str) -> str:
@@ -32,8 +42,12 @@ def _fraction(value: float) -> str:
 
 def _question(inst: dict) -> str:
     kind = inst["kind"]
-    lines = [_comment(f"{inst['id']} [{inst['kind']}, {inst['difficulty']}] topics: {', '.join(inst['topics'])}")]
-    head = f"::{escape(inst['title'])}::[markdown]{_multiline(inst['prompt'])}"
+    lines = [_comment(f"{inst['id']} [{inst['kind']}, {inst['difficulty']}] topics: {', '.join(inst['topics'])}"),
+             _comment(f"points: {format_number(inst['points'])} (GIFT cannot carry a mark; set it in the quiz)")]
+    prompt = markdown_html(inst["prompt"]).strip()
+    if kind == "code":
+        prompt += f"<pre><code>{html.escape(inst['template'].rstrip())}</code></pre>"
+    head = f"::{escape(inst['title'])}::[html]{escape(prompt)}"
     body: list[str] = []
     if kind in ("single", "multiple"):
         right = sum(o["correct"] for o in inst["options"])
@@ -43,11 +57,11 @@ def _question(inst: dict) -> str:
                 mark = "=" if o["correct"] else "~"
             else:
                 mark = f"~%{_fraction(100 / right if o['correct'] else -100 / wrong)}%"
-            body.append(f"\t{mark}{escape(o['text'])}#{escape(o['feedback'])}")
+            body.append(f"\t{mark}{_html(o['text'])}#{_html(o['feedback'])}")
     elif kind == "numeric":
-        tol = repr(inst["tolerance"])
-        body.append(f"\t={repr(inst['answer'])}:{tol}")
-        body += [f"\t=%0%{repr(m['value'])}:{tol}#{escape(m['feedback'])}" for m in inst["mistakes"]]
+        body.append(f"\t={plain_decimal(inst['answer'])}:{plain_decimal(inst['tolerance'])}")
+        body += [f"\t=%0%{plain_decimal(m['value'])}:{plain_decimal(m['tolerance'])}#{_html(m['feedback'])}"
+                 for m in inst["mistakes"]]
     elif kind == "matching":
         body += [f"\t={escape(p['left'])} -> {escape(p['right'])}" for p in inst["pairs"]]
         if inst["distractors"]:
@@ -62,12 +76,9 @@ def _question(inst: dict) -> str:
     elif kind == "code":
         lines.append(_comment("reference solution:\n" + inst["model_solution"].rstrip()))
     open_brace = "{#" if kind == "numeric" else "{"
-    if body:
-        text = f"{head}{open_brace}\n" + "\n".join(body)
-    else:
-        text = head + open_brace
+    text = f"{head}{open_brace}\n" + "\n".join(body) if body else head + open_brace
     if inst["explanation"]:
-        text += f"\n\t####{escape(inst['explanation'])}"
+        text += f"\n\t####{_html(inst['explanation'])}"
     text += "\n}" if body or inst["explanation"] else "}"
     lines.append(text)
     return "\n".join(lines)

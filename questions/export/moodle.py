@@ -2,54 +2,68 @@
 
 Kinds map onto Moodle's standard question types: single/multiple -> multichoice (per-answer
 feedback and fractions: +100/R for each right option, -100/W for each wrong one, like our own
-partial credit), numeric -> numerical (one absolute tolerance; common mistakes as 0% answers
-with their feedback), matching -> matching, ordering -> matching of each item to its position
-(the ordering type is a plug-in in older Moodles), free_text -> essay with the rubric and model
-answer as grader information, code -> essay in a monospaced editor with the starter code as
-response template (Moodle has no code runner without the CodeRunner plug-in).
+partial credit), numeric -> numerical (the key and each common mistake as answers, each with
+the bank's tolerance around its own value, mistakes at 0 % with their feedback), matching ->
+matching, ordering -> matching of each item to its position (per-position partial credit, as
+in the bank), free_text -> essay with the rubric and model answer as grader information,
+code -> essay in a monospaced editor with the starter code as response template and the
+reference solution for the grader (Moodle runs no code without the CodeRunner plug-in).
+
+Texts are HTML inside CDATA, as Moodle's own exporter writes them: Moodle's parser drops a
+whitespace-only text chunk, which turned "<code>(L, S)</code> для" into "(L, S)для" before
+Cyrillic and Chinese text when the HTML was written escaped.
 """
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
+import html
 
-from . import markdown_html
+from lxml import etree
+
+from . import markdown_html, plain_decimal
 from ..messages import msg
 from ..variants import format_number
 
 
-def _text(parent: ET.Element, tag: str, text: str, fmt: str | None = "html") -> ET.Element:
-    el = ET.SubElement(parent, tag, {"format": fmt} if fmt else {})
-    ET.SubElement(el, "text").text = text
+def _cdata(text: str):
+    return etree.CDATA(text) if text and "]]>" not in text else text
+
+
+def _text(parent, tag: str, text: str, fmt: str | None = "html"):
+    el = etree.SubElement(parent, tag, {"format": fmt} if fmt else {})
+    etree.SubElement(el, "text").text = _cdata(text)
     return el
+
+
+def _plain(parent, tag: str, text: str):
+    etree.SubElement(parent, tag).text = text
 
 
 def _fraction(value: float) -> str:
     return f"{value:.5f}".rstrip("0").rstrip(".")
 
 
-def _question(inst: dict) -> ET.Element:
+def _question(inst: dict):
     kind = inst["kind"]
     qtype = {"single": "multichoice", "multiple": "multichoice", "numeric": "numerical",
              "matching": "matching", "ordering": "matching", "free_text": "essay", "code": "essay"}[kind]
-    q = ET.Element("question", {"type": qtype})
-    name = ET.SubElement(q, "name")
-    ET.SubElement(name, "text").text = inst["title"]
+    q = etree.Element("question", {"type": qtype})
+    etree.SubElement(etree.SubElement(q, "name"), "text").text = _cdata(inst["title"])
     _text(q, "questiontext", markdown_html(inst["prompt"]))
     _text(q, "generalfeedback", markdown_html(inst["explanation"]) if inst["explanation"] else "")
-    ET.SubElement(q, "defaultgrade").text = format_number(inst["points"])
-    ET.SubElement(q, "penalty").text = "0.3333333"
-    ET.SubElement(q, "hidden").text = "0"
-    ET.SubElement(q, "idnumber").text = inst["id"]
+    _plain(q, "defaultgrade", format_number(inst["points"]))
+    _plain(q, "penalty", "0.3333333")
+    _plain(q, "hidden", "0")
+    _plain(q, "idnumber", inst["id"])
+    lang = inst["lang"]
 
     if kind in ("single", "multiple"):
-        ET.SubElement(q, "single").text = "true" if kind == "single" else "false"
-        ET.SubElement(q, "shuffleanswers").text = "true"
-        ET.SubElement(q, "answernumbering").text = "abc"
-        lang = inst["lang"]
+        _plain(q, "single", "true" if kind == "single" else "false")
+        _plain(q, "shuffleanswers", "true")
+        _plain(q, "answernumbering", "abc")
         _text(q, "correctfeedback", msg("correct", lang))
         _text(q, "partiallycorrectfeedback", msg("partial_short", lang))
         _text(q, "incorrectfeedback", msg("incorrect", lang))
-        ET.SubElement(q, "shownumcorrect")
+        etree.SubElement(q, "shownumcorrect")
         right = sum(o["correct"] for o in inst["options"])
         wrong = len(inst["options"]) - right
         for o in inst["options"]:
@@ -61,17 +75,15 @@ def _question(inst: dict) -> ET.Element:
             a.set("fraction", _fraction(fraction))
             _text(a, "feedback", markdown_html(o["feedback"]))
     elif kind == "numeric":
-        a = ET.SubElement(q, "answer", {"fraction": "100"})
-        ET.SubElement(a, "text").text = repr(inst["answer"])
-        ET.SubElement(a, "tolerance").text = repr(inst["tolerance"])
-        _text(a, "feedback", "")
-        for m in inst["mistakes"]:
-            a = ET.SubElement(q, "answer", {"fraction": "0"})
-            ET.SubElement(a, "text").text = repr(m["value"])
-            ET.SubElement(a, "tolerance").text = repr(inst["tolerance"])
-            _text(a, "feedback", markdown_html(m["feedback"]))
+        answers = [(100, inst["answer"], inst["tolerance"], "")] + \
+                  [(0, m["value"], m["tolerance"], markdown_html(m["feedback"])) for m in inst["mistakes"]]
+        for fraction, value, tolerance, feedback in answers:
+            a = etree.SubElement(q, "answer", {"fraction": str(fraction), "format": "moodle_auto_format"})
+            _plain(a, "text", plain_decimal(value))
+            _plain(a, "tolerance", plain_decimal(tolerance))
+            _text(a, "feedback", feedback)
     elif kind in ("matching", "ordering"):
-        ET.SubElement(q, "shuffleanswers").text = "true"
+        _plain(q, "shuffleanswers", "true")
         if kind == "matching":
             subs = [(p["left"], p["right"]) for p in inst["pairs"]] + \
                    [("", x["text"]) for x in inst["distractors"]]  # empty stem = distractor
@@ -79,37 +91,35 @@ def _question(inst: dict) -> ET.Element:
             subs = [(i["text"], str(n)) for n, i in enumerate(inst["items"], 1)]
         for stem, answer in subs:
             s = _text(q, "subquestion", markdown_html(stem) if stem else "")
-            ET.SubElement(ET.SubElement(s, "answer"), "text").text = answer
+            etree.SubElement(etree.SubElement(s, "answer"), "text").text = _cdata(answer)
     else:
         code = kind == "code"
-        ET.SubElement(q, "responseformat").text = "monospaced" if code else "editor"
-        ET.SubElement(q, "responserequired").text = "1"
-        ET.SubElement(q, "responsefieldlines").text = "15"
-        ET.SubElement(q, "attachments").text = "0"
-        ET.SubElement(q, "attachmentsrequired").text = "0"
+        _plain(q, "responseformat", "monospaced" if code else "editor")
+        _plain(q, "responserequired", "1")
+        _plain(q, "responsefieldlines", "15")
+        _plain(q, "attachments", "0")
+        _plain(q, "attachmentsrequired", "0")
         if code:
-            info = f"<p>Reference solution:</p><pre><code>{_escape(inst['model_solution'])}</code></pre>"
+            info = (f"<p>Reference solution:</p><pre><code>{html.escape(inst['model_solution'])}</code></pre>"
+                    f"<p>The starter code is the response template; grade against the reference.</p>")
             _text(q, "graderinfo", info)
             _text(q, "responsetemplate", inst["template"], "plain")
         else:
-            rubric = "".join(f"<li>[{format_number(r['points'])}] {_escape(r['text'])}</li>" for r in inst["rubric"])
+            rubric = "".join(f"<li>[{format_number(r['points'])}] {html.escape(r['text'])}</li>"
+                             for r in inst["rubric"])
             _text(q, "graderinfo", f"<ul>{rubric}</ul>{markdown_html(inst['model_answer'])}")
             _text(q, "responsetemplate", "", "html")
-    tags = ET.SubElement(q, "tags")
+    tags = etree.SubElement(q, "tags")
     for tag in inst["topics"] + [f"difficulty-{inst['difficulty']}", "attn-grader"]:
-        ET.SubElement(ET.SubElement(tags, "tag"), "text").text = tag
+        etree.SubElement(etree.SubElement(tags, "tag"), "text").text = tag
     return q
 
 
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def to_moodle_xml(instances: list[dict], category: str = "attn-grader") -> str:
-    quiz = ET.Element("quiz")
-    cat = ET.SubElement(quiz, "question", {"type": "category"})
-    ET.SubElement(ET.SubElement(cat, "category"), "text").text = f"$course$/top/{category}"
+    quiz = etree.Element("quiz")
+    cat = etree.SubElement(quiz, "question", {"type": "category"})
+    etree.SubElement(etree.SubElement(cat, "category"), "text").text = f"$course$/top/{category}"
     for inst in instances:
         quiz.append(_question(inst))
-    ET.indent(quiz)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(quiz, encoding="unicode") + "\n"
+    etree.indent(quiz)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + etree.tostring(quiz, encoding="unicode") + "\n"

@@ -3,8 +3,12 @@
 Written as a zip (``--output bank.zip``) or a directory. Interactions: choiceInteraction
 (single: match_correct with per-option modal feedback; multiple: map_response with the
 same +1/R, -1/W weights as our grading), textEntryInteraction with a float response and an
-absolute tolerance, orderInteraction (ordered cardinality), matchInteraction (directedPair,
-one point share per pair), extendedTextInteraction for free text and code (scored by hand).
+absolute tolerance (each common mistake is a further branch with its own tolerance and modal
+feedback), orderInteraction (a share of the points per item in its place, as in the bank),
+matchInteraction (directedPair, one point share per pair), extendedTextInteraction for free
+text and code (scored by hand: the rubric and model answer, or the reference solution, go into
+a ``rubricBlock`` for scorers; a code item shows its starter code). The explanation is a modal
+feedback shown after every attempt. Validated in the tests against the IMS QTI 2.1 schema.
 """
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ import os
 import xml.etree.ElementTree as ET
 import zipfile
 
-from . import markdown_html
+from . import markdown_html, plain_decimal
+from ..messages import msg
 
 QTI_NS = "http://www.imsglobal.org/xsd/imsqti_v2p1"
 QTI_XSD = "http://www.imsglobal.org/xsd/qti/qtiv2p1/imsqti_v2p1.xsd"
@@ -52,13 +57,16 @@ def _html_into(parent: ET.Element, markdown_text: str, inline: bool = False) -> 
     parent.append(wrapper)
 
 
-def _outcomes(item: ET.Element, points: float, feedback_cardinality: str | None) -> None:
+def _outcomes(item: ET.Element, points: float, feedback_cardinality: str | None, explanation: bool) -> None:
     score = _sub(item, "outcomeDeclaration", {"identifier": "SCORE", "cardinality": "single", "baseType": "float"})
     _sub(_sub(score, "defaultValue"), "value", text="0")
     maxs = _sub(item, "outcomeDeclaration", {"identifier": "MAXSCORE", "cardinality": "single", "baseType": "float"})
-    _sub(_sub(maxs, "defaultValue"), "value", text=repr(float(points)))
+    _sub(_sub(maxs, "defaultValue"), "value", text=plain_decimal(points))
     if feedback_cardinality:
         _sub(item, "outcomeDeclaration", {"identifier": "FEEDBACK", "cardinality": feedback_cardinality,
+                                          "baseType": "identifier"})
+    if explanation:
+        _sub(item, "outcomeDeclaration", {"identifier": "EXPLANATION", "cardinality": "single",
                                           "baseType": "identifier"})
 
 
@@ -74,6 +82,7 @@ def build_item(inst: dict) -> ET.Element:
         "{http://www.w3.org/XML/1998/namespace}lang": inst["lang"],
         f"{{{XSI_NS}}}schemaLocation": f"{QTI_NS} {QTI_XSD}"})
     resp = {"identifier": "RESPONSE"}
+    explanation = bool(inst["explanation"])
     if kind in ("single", "multiple"):
         single = kind == "single"
         decl = _sub(item, "responseDeclaration", {**resp, "cardinality": "single" if single else "multiple",
@@ -85,44 +94,74 @@ def build_item(inst: dict) -> ET.Element:
         if not single:
             right = sum(o["correct"] for o in inst["options"])
             wrong = len(inst["options"]) - right
-            mapping = _sub(decl, "mapping", {"lowerBound": "0", "upperBound": repr(points), "defaultValue": "0"})
+            mapping = _sub(decl, "mapping", {"lowerBound": "0", "upperBound": plain_decimal(points),
+                                             "defaultValue": "0"})
             for o in inst["options"]:
                 value = points / right if o["correct"] else -points / wrong
                 _sub(mapping, "mapEntry", {"mapKey": _choice_id(o["id"]), "mappedValue": f"{value:.6g}"})
-        _outcomes(item, points, "single" if single else "multiple")
+        _outcomes(item, points, "single" if single else "multiple", explanation)
     elif kind == "numeric":
         decl = _sub(item, "responseDeclaration", {**resp, "cardinality": "single", "baseType": "float"})
-        _sub(_sub(decl, "correctResponse"), "value", text=repr(inst["answer"]))
-        _outcomes(item, points, None)
+        _sub(_sub(decl, "correctResponse"), "value", text=plain_decimal(inst["answer"]))
+        _outcomes(item, points, "single" if inst["mistakes"] else None, explanation)
     elif kind == "ordering":
         decl = _sub(item, "responseDeclaration", {**resp, "cardinality": "ordered", "baseType": "identifier"})
         correct = _sub(decl, "correctResponse")
         for i in inst["items"]:
             _sub(correct, "value", text=_choice_id(i["id"]))
-        _outcomes(item, points, None)
+        _outcomes(item, points, None, explanation)
     elif kind == "matching":
         decl = _sub(item, "responseDeclaration", {**resp, "cardinality": "multiple", "baseType": "directedPair"})
         correct = _sub(decl, "correctResponse")
-        mapping = _sub(decl, "mapping", {"lowerBound": "0", "upperBound": repr(points), "defaultValue": "0"})
+        mapping = _sub(decl, "mapping", {"lowerBound": "0", "upperBound": plain_decimal(points),
+                                         "defaultValue": "0"})
         for p in inst["pairs"]:
             key = f"L_{p['id'].replace('-', '_')} R_{p['id'].replace('-', '_')}"
             _sub(correct, "value", text=key)
             _sub(mapping, "mapEntry", {"mapKey": key, "mappedValue": f"{points / len(inst['pairs']):.6g}"})
-        _outcomes(item, points, None)
+        _outcomes(item, points, None, explanation)
     else:
         _sub(item, "responseDeclaration", {**resp, "cardinality": "single", "baseType": "string"})
-        _outcomes(item, points, None)
+        _outcomes(item, points, None, explanation)
 
     body = _sub(item, "itemBody")
     _html_into(body, inst["prompt"])
+    if kind == "numeric":
+        _sub(body, "p", text=msg("decimal_point", inst["lang"]))
+    if kind == "code":
+        _sub(body, "pre", text=inst["template"].rstrip())
     _interaction(body, inst)
+    _scorer_rubric(body, inst)
     _processing(item, inst, points)
     if kind in ("single", "multiple"):
         for o in inst["options"]:
             fb = _sub(item, "modalFeedback", {"outcomeIdentifier": "FEEDBACK", "identifier": _choice_id(o["id"]),
                                               "showHide": "show"})
             _html_into(fb, o["feedback"])
+    if kind == "numeric":
+        for n, m in enumerate(inst["mistakes"], 1):
+            fb = _sub(item, "modalFeedback", {"outcomeIdentifier": "FEEDBACK", "identifier": f"MISTAKE_{n}",
+                                              "showHide": "show"})
+            _html_into(fb, m["feedback"])
+    if explanation:
+        fb = _sub(item, "modalFeedback", {"outcomeIdentifier": "EXPLANATION", "identifier": "EXPLANATION",
+                                          "showHide": "show"})
+        _html_into(fb, inst["explanation"])
     return item
+
+
+def _scorer_rubric(body: ET.Element, inst: dict) -> None:
+    """Hand-scored items carry what the scorer needs, hidden from candidates (view="scorer")."""
+    if inst["kind"] == "free_text":
+        block = _sub(body, "rubricBlock", {"view": "scorer"})
+        points = _sub(block, "ul")
+        for r in inst["rubric"]:
+            _sub(points, "li", text=f"[{plain_decimal(r['points'])}] {r['text']}")
+        _html_into(block, inst["model_answer"])
+    elif inst["kind"] == "code":
+        block = _sub(body, "rubricBlock", {"view": "scorer"})
+        _sub(block, "p", text="Reference solution:")
+        _sub(block, "pre", text=inst["model_solution"].rstrip())
 
 
 def _interaction(body: ET.Element, inst: dict) -> None:
@@ -161,26 +200,51 @@ def _interaction(body: ET.Element, inst: dict) -> None:
 
 def _processing(item: ET.Element, inst: dict, points: float) -> None:
     kind = inst["kind"]
+    if kind in ("free_text", "code") and not inst["explanation"]:
+        return  # scored by the instructor
+    rp = _sub(item, "responseProcessing")
     if kind in ("multiple", "matching"):
-        rp = _sub(item, "responseProcessing")
         _set(rp, "SCORE", _mapped())
         if kind == "multiple":
             _set(rp, "FEEDBACK", _var("RESPONSE"))
-        return
-    if kind in ("free_text", "code"):
-        return  # scored by the instructor
-    rp = _sub(item, "responseProcessing")
-    cond = _sub(_sub(rp, "responseCondition"), "responseIf")
-    if kind == "numeric":
-        tol = repr(inst["tolerance"])
-        test = _sub(cond, "equal", {"toleranceMode": "absolute", "tolerance": f"{tol} {tol}"})
-    else:
-        test = _sub(cond, "match")
-    test.append(_var("RESPONSE"))
-    _sub(test, "correct", {"identifier": "RESPONSE"})
-    _set(cond, "SCORE", _base(points))
-    if kind == "single":
-        _set(rp, "FEEDBACK", _var("RESPONSE"))
+    elif kind == "ordering":
+        share = points / len(inst["items"])
+        for n, i in enumerate(inst["items"], 1):  # a share of the points for each item in its place
+            cond = _sub(_sub(rp, "responseCondition"), "responseIf")
+            test = _sub(cond, "match")
+            _sub(test, "index", {"n": n}).append(_var("RESPONSE"))
+            _sub(test, "baseValue", {"baseType": "identifier"}, _choice_id(i["id"]))
+            total = ET.Element(_q("sum"))
+            total.extend([_var("SCORE"), _base(share)])
+            _set(cond, "SCORE", total)
+    elif kind in ("single", "numeric"):
+        condition = _sub(rp, "responseCondition")
+        cond = _sub(condition, "responseIf")
+        test = _equal(cond, inst["tolerance"]) if kind == "numeric" else _sub(cond, "match")
+        test.append(_var("RESPONSE"))
+        _sub(test, "correct", {"identifier": "RESPONSE"})
+        _set(cond, "SCORE", _base(points))
+        if kind == "single":
+            _set(rp, "FEEDBACK", _var("RESPONSE"))
+        for n, m in enumerate(inst.get("mistakes") or [], 1):  # numeric: the known mistakes, for feedback
+            branch = _sub(condition, "responseElseIf")
+            test = _equal(branch, m["tolerance"])
+            test.append(_var("RESPONSE"))
+            _sub(test, "baseValue", {"baseType": "float"}, plain_decimal(m["value"]))
+            _set(branch, "FEEDBACK", _identifier(f"MISTAKE_{n}"))
+    if inst["explanation"]:
+        _set(rp, "EXPLANATION", _identifier("EXPLANATION"))
+
+
+def _equal(parent: ET.Element, tolerance: float) -> ET.Element:
+    tol = plain_decimal(tolerance)
+    return _sub(parent, "equal", {"toleranceMode": "absolute", "tolerance": f"{tol} {tol}"})
+
+
+def _identifier(value: str) -> ET.Element:
+    el = ET.Element(_q("baseValue"), {"baseType": "identifier"})
+    el.text = value
+    return el
 
 
 def _var(name: str) -> ET.Element:
@@ -189,7 +253,7 @@ def _var(name: str) -> ET.Element:
 
 def _base(value: float) -> ET.Element:
     el = ET.Element(_q("baseValue"), {"baseType": "float"})
-    el.text = repr(float(value))
+    el.text = plain_decimal(value)
     return el
 
 
