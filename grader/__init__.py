@@ -2,6 +2,29 @@
 
 Pure Python and torch: nothing here knows about the web app or its database.
 """
+import hashlib
+import os
 
-# Bump when a check, its inputs or its points change: stored grades record it.
-GRADER_VERSION = "1.0.0"
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# What decides a score: the checks, the tasks (their points), the scoring, what the child runs, and
+# the reference. Any change to these files changes GRADER_VERSION, which stored grades record, so a
+# regrade can say whether the grader changed.
+_VERSIONED = ("checks", "tasks", "grading.py", "causes.py", "sandbox/harness.py", "sandbox/disarm.py",
+              "sandbox/answers.py", "../reference_impl")
+
+
+def _digest() -> str:
+    h = hashlib.sha256()
+    for entry in _VERSIONED:
+        path = os.path.normpath(os.path.join(_HERE, entry))
+        files = [path] if os.path.isfile(path) else sorted(
+            os.path.join(root, f) for root, _, names in os.walk(path) for f in names
+            if f.endswith((".py", ".md", ".tmpl")))
+        for f in files:
+            h.update(os.path.relpath(f, os.path.dirname(_HERE)).encode())
+            with open(f, "rb") as fh:
+                h.update(fh.read())
+    return h.hexdigest()[:10]
+
+
+GRADER_VERSION = "2.0+" + _digest()

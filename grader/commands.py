@@ -21,7 +21,9 @@ def _task_choice():
               help="Isolation of your code: strict refuses to run without full isolation.")
 @click.option("--seed", type=int, default=None, help=f"Seed of the inputs (default: the public {PUBLIC_SEED}).")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
-def check(file, task, as_json, sandbox, seed, device):
+@click.option("--only", "only", metavar="CHECK", default=None,
+              help="Run one check (e.g. mask.bool_broadcast) on its smallest failing case and show it in full.")
+def check(file, task, as_json, sandbox, seed, device, only):
     """Grade FILE locally, with the same checks as the server (public seed)."""
     from .sandbox import SandboxUnavailable
 
@@ -40,10 +42,12 @@ def check(file, task, as_json, sandbox, seed, device):
         source = notebook
     from .grading import grade_source
     try:
-        if as_json:
-            report = grade_source(source, task, seed=seed, sandbox=sandbox, device=device)
+        if as_json or only:
+            report = grade_source(source, task, seed=seed, sandbox=sandbox, device=device, only=only)
         else:
             report = _grade_with_progress(source, task, seed, sandbox, device, file)
+    except ValueError as exc:  # an unknown --only check
+        raise click.UsageError(str(exc)) from None
     except SandboxUnavailable as exc:
         if as_json:
             click.echo(json.dumps({"task": task, "score": 0, "max_score": 100, "passed": False, "checks": [],
@@ -55,6 +59,8 @@ def check(file, task, as_json, sandbox, seed, device):
     if as_json:
         click.echo(json.dumps({**report.to_dict(), **({"notebook": {"function_cell": function_cell}}
                                                       if notebook is not None else {})}))
+    elif only:
+        _print_one(report, only, file, task)
     else:
         _print_report(report, file, seed)
         if notebook is not None:
@@ -107,6 +113,33 @@ def _grade_with_progress(source, task, seed, sandbox, device, file):
         return grade_source(source, task, seed=seed, sandbox=sandbox, device=device, progress=progress)
 
 
+def _print_one(report, only, file, task):
+    """One check in full: its verdict, the case it ran (the smallest that still fails) and its numbers."""
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console()
+    if report.error:
+        console.print(Text(report.error, style="red"))
+        return
+    check = next((c for c in report.checks if c.id == only), None)
+    if check is None:
+        console.print(Text(f"{only} was not run", style="red"))
+        return
+    colour = "green" if check.passed else "red"
+    console.print(f"[bold {colour}]{check.id}: {'pass' if check.passed else 'FAIL'}[/]")
+    console.print(Text(check.message))
+    for key, value in check.details.items():
+        if key.startswith("weights_") or key in ("reproduce", "traceback", "diagnosis", "because_of"):
+            continue
+        console.print(Text(f"  {key}: {value}"[:400]))
+    if check.details.get("traceback"):
+        console.print(Text(check.details["traceback"]))
+    if not check.passed:
+        console.print("[dim]this is the smallest case of the check that still fails, on public inputs; "
+                      "the server draws other values of the same kind[/]")
+
+
 def _print_report(report, file, seed):
     from rich.console import Console
     from rich.table import Table
@@ -123,6 +156,13 @@ def _print_report(report, file, seed):
         pts = f"{c.points}/{c.max_points}" if c.max_points else "-"
         table.add_row(c.id, mark, pts, Text(c.message))  # Text: a student's message is never markup
     console.print(table)
+    summary = report.to_dict()["summary"]
+    if not report.passed and summary:
+        console.print(Text(summary))
+    first = next((c for c in report.checks if c.details.get("reproduce") and not c.details.get("because_of")), None)
+    if first is not None:
+        console.print(Text(f"to see one failure alone, on its smallest case: "
+                           f"attn-grader check {file} --task {report.task} --only {first.id}", style="yellow"))
     for c in report.checks:
         tb = c.details.get("traceback")
         if tb and not c.passed:

@@ -8,6 +8,7 @@ verdict itself, and only asks the child to run the student's function.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import math
 import secrets
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 from . import GRADER_VERSION
 from .checks.base import Context, Fail, StudentFailure, clean_traceback
+from .causes import charge_once, summary
 from .checks.forbidden import fresh_samples
 from .sandbox import Session
 from .tasks import TASKS
@@ -68,6 +70,7 @@ class GradeReport:
     timings: dict = field(default_factory=dict)
     student_stdout: str = ""
     student_stderr: str = ""
+    causes: list = field(default_factory=list)   # root causes, each charged once (grader/causes.py)
 
     @property
     def score(self) -> int:
@@ -85,7 +88,8 @@ class GradeReport:
         return {"task": self.task, "score": self.score, "max_score": self.max_score, "passed": self.passed,
                 "checks": [c.to_dict() for c in self.checks], "error": self.error,
                 "grader_version": GRADER_VERSION, "sandbox": self.sandbox, "warnings": list(self.warnings),
-                "seed_public": self.seed_public, "timings": self.timings}
+                "seed_public": self.seed_public, "timings": self.timings,
+                "causes": list(self.causes), "summary": summary(self.checks, self.causes)}
 
 
 def split_points(total: int, weights: list[int]) -> list[int]:
@@ -130,7 +134,8 @@ def _signature_problem(task, params) -> str | None:
 
 
 def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "auto", device: str = "cpu",
-                 limits=None, progress=None) -> GradeReport:
+                 limits=None, progress=None, only: str | None = None,
+                 server_seed: int | None = None) -> GradeReport:
     """Grade ``source`` (the text or bytes of one .py file) for ``task`` ('sdpa' or 'mha').
 
     ``seed=None`` draws a secret seed (the server); a given seed is public and is echoed in the
@@ -141,10 +146,17 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; choose one of {', '.join(sorted(TASKS))}")
     t = TASKS[task]
+    if only is not None:
+        if only not in {c.id for c in t.checks}:
+            raise ValueError(f"unknown check {only!r} for task {task}; choose one of "
+                             f"{', '.join(c.id for c in t.checks)}")
+        t = dataclasses.replace(t, checks=[c for c in t.checks if c.id in (only, "forbidden.static")])
     started = time.monotonic()
     report = GradeReport(task=task, checks=[], seed_public=seed)
-    max_points = _max_points(t)
-    secret = seed if seed is not None else secrets.randbits(62)
+    max_points = _max_points(TASKS[task])  # the whole task's split, also with only=
+    # The server passes server_seed (derived from its secret and the submission's content: the same
+    # code always meets the same inputs, which no student can compute); it is never echoed.
+    secret = server_seed if server_seed is not None else (seed if seed is not None else secrets.randbits(62))
     total = 3 + len(t.checks)
 
     def add(check_id, passed, message, details=None):
@@ -200,7 +212,11 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         if problem:
             return _finish(report, session, fail_load("load.signature", problem, {"parameters": loaded.params}))
         add("load.signature", True, "the signature accepts every argument the task passes")
-        _run_checks(report, session, t, secret, device, add, progress, total)
+        _run_checks(report, session, t, secret, device, add, progress, total, smallest=only is not None)
+        if only is not None and all(c.passed for c in report.checks if c.id == only):
+            # the smallest case passes: show the check at its ordinary sizes instead
+            report.checks = [c for c in report.checks if c.id.startswith("load.")]
+            _run_checks(report, session, t, secret, device, add, progress, total)
         if task == "sdpa" and str(device).startswith("cuda"):
             add_gpu_suite(report, session, device, secret)
         _finish(report, session, report)
@@ -225,8 +241,16 @@ def add_gpu_suite(report, session, device, seed, dtypes=None) -> None:
     report.timings["gpu_suite_s"] = round(time.monotonic() - started, 3)
 
 
+def _clip(text: str, limit: int = 4000) -> str:
+    """The start of what the student printed and its last lines (where the sandbox's note on how
+    much was dropped sits)."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - 600] + f"\n[… {len(text) - limit + 100:,} characters not shown …]\n" + text[-500:]
+
+
 def _finish(report, session, result):
-    report.student_stdout, report.student_stderr = session.stdout[-4000:], session.stderr[-4000:]
+    report.student_stdout, report.student_stderr = _clip(session.stdout), _clip(session.stderr)
     return result
 
 
@@ -271,8 +295,8 @@ def _attention_shown(report, ctx) -> bool:
     return False
 
 
-def _run_checks(report, session, t, seed, device, add, progress, total):
-    ctx = Context(session, t, seed, device, CHECK_SECONDS)
+def _run_checks(report, session, t, seed, device, add, progress, total, smallest=False):
+    ctx = Context(session, t, seed, device, CHECK_SECONDS, smallest=smallest)
     checks_started = time.monotonic()
     per_check, crashes = {}, 0
     main = [c for c in t.checks if not c.post]
@@ -314,5 +338,10 @@ def _run_checks(report, session, t, seed, device, add, progress, total):
             c.points = 0
             c.message += (" (not scored: this property holds for functions that are not attention too, and "
                           "none of your output checks shows attention)")
+    if not detected and not unverified and shown:
+        report.causes = charge_once(report.checks, t.points)
+    for c in report.checks:
+        if not c.passed and c.max_points and not c.details.get("skipped") and not c.id.startswith("load."):
+            c.details["reproduce"] = f"attn-grader check FILE --task {t.id} --only {c.id}"
     report.timings.update({"checks_s": round(time.monotonic() - checks_started, 3), "calls": ctx.calls,
                            "per_check_s": per_check})

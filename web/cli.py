@@ -356,7 +356,7 @@ def regrade(assignment_ref, dry_run, yes, jobs):
         if assignment is None or assignment.kind != "task":
             raise click.ClickException(f"no task assignment {assignment_ref!r}")
         grade_fn = load_grade_function(config["GRADE_FUNCTION"])
-        changes = plan_regrade(session, assignment, grade_fn, sandbox=config["SANDBOX"],
+        changes = plan_regrade(session, assignment, grade_fn, config=config, sandbox=config["SANDBOX"],
                                jobs=jobs)
         if not changes:
             click.echo(f"{assignment.slug}: no submissions")

@@ -82,9 +82,9 @@ class Check:
 class Context:
     """The submission as the checks see it: a callable with fresh inputs and a trace."""
 
-    def __init__(self, session, task, seed: int, device: str, check_seconds: float):
+    def __init__(self, session, task, seed: int, device: str, check_seconds: float, smallest: bool = False):
         self.session, self.task, self.device = session, task, device
-        self.inputs = InputFactory(seed)
+        self.inputs = InputFactory(seed, smallest=smallest)
         self.ops: set[str] = set()          # every torch function / aten op seen while tracing
         self.mutated: dict[str, str] = {}   # input name -> check id that saw it modified
         self.passed: set[str] = set()
@@ -100,6 +100,7 @@ class Context:
         # Some call matched the reference (or the reference with a named bug), or its weights are
         # softmax(c · q·k): the function computes attention, so its properties may earn points.
         self.attention_seen = False
+        self.diagnoses: list[str] = []      # bugs named so far, in order (see grader/causes.py)
 
     def start(self, check_id: str) -> None:
         self.current = check_id

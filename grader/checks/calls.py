@@ -86,6 +86,8 @@ def diagnose(ctx, out, ref64, variants, cmp, recall, half_ref, details) -> str:
     if name:
         details["diagnosis"] = name
         ctx.attention_seen = True  # attention with a known bug is still attention
+        if name not in ctx.diagnoses:
+            ctx.diagnoses.append(name)
         return explain(name)
     try:  # same inputs twice: a different answer means randomness (dropout left on, say)
         again = recall().output

@@ -58,6 +58,7 @@ def zero_weight(ctx):
                "max_masked_weight": leaked}
     kept = float(torch.nan_to_num(w.double()).masked_fill(~mask, 0).sum(-1).max())
     if not leaked == 0.0 and kept < 1e-6:
+        details["diagnosis"] = "mask_polarity"
         raise Fail("all the weight goes to the keys the mask hides and none to the keys it allows: your boolean "
                    "mask has the wrong polarity (True means the key MAY be attended to)", details)
     if not leaked == 0.0:
@@ -126,7 +127,9 @@ def mha_bool(ctx):
     x_q, x_kv, ws = mha_inputs(ctx, B, L, S, H * dk)
     run_mha(ctx, x_q, x_kv, ws, H, ctx.inputs.bool_mask(L, S), what=f"boolean mask ({L}, {S})")
     run_mha(ctx, x_q, x_kv, ws, H, ctx.inputs.bool_mask(B, 1, L, S), what=f"boolean mask ({B}, 1, {L}, {S})")
-    return "boolean masks (shared and per batch element) broadcast over the heads"
+    run_mha(ctx, x_q, x_kv, ws, H, ctx.inputs.bool_mask(B, H, L, S),
+            what=f"boolean mask ({B}, {H}, {L}, {S}), one per head")
+    return "boolean masks (shared, per batch element and per head) are applied as given"
 
 
 def mha_float(ctx):

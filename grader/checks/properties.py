@@ -128,4 +128,6 @@ def speed(ctx):
     if not ratio < 100:
         raise Fail(f"one call at B=2, H=4, L=S=128, E=64 took {elapsed * 1e3:.1f} ms, {ratio:.0f}x the "
                    f"reference: vectorise over the batch and the sequence (optional: not scored)", details)
-    return f"one call at B=2, H=4, L=S=128, E=64 took {elapsed * 1e3:.2f} ms ({ratio:.1f}x the reference)", details
+    relation = f"{ratio:.2g}× the reference's time" if ratio >= 1 else \
+        f"faster than the reference ({ratio:.2g}× its time)"
+    return f"one call at B=2, H=4, L=S=128, E=64 took {elapsed * 1e3:.2f} ms ({relation})", details

@@ -20,6 +20,7 @@ import torch
 from .base import Fail, heatmap
 from .calls import sdpa_kwargs
 from .inputs import weights_from
+from .variants import STRUCTURAL
 
 DKS = (8, 16, 32, 64, 128, 256, 512)
 
@@ -88,12 +89,28 @@ def name_scale(found: dict, heads: dict | None = None) -> str:
     return f"scale {found[worst]:.4g} at d_k = {worst} where 1/√d_k = {1 / math.sqrt(worst):.4g}"
 
 
+def scale_bug(found: dict, heads: dict | None = None) -> str | None:
+    """The named bug (a key of ``variants.BUGS``) a pattern of fitted scales is, if any."""
+    ds = sorted(found)
+    close = lambda a, b: abs(a - b) <= 2e-3 * abs(b)
+    if all(close(found[d], 1.0) for d in ds):
+        return "no_scale"
+    if all(close(found[d], 1 / d) for d in ds):
+        return "scale_dk"
+    if all(close(found[d], math.sqrt(d)) for d in ds):
+        return "scale_sqrt_mult"
+    if heads and all(close(found[d], 1 / math.sqrt(d * heads[d])) for d in ds) and any(heads[d] > 1 for d in ds):
+        return "scale_dmodel"
+    return None
+
+
 def sdpa_default(ctx):
-    found, table, fits = {}, [], {}
+    found, table, fits, row_sums = {}, [], {}, {}
     L, S = 12, 16
     sample = None
     for d in DKS:
         w, dots = _read_weights(ctx, d, L, S)
+        row_sums[d] = float(w.sum(-1).mean())
         slope, r2, _ = fit_scale(w, dots)
         if r2 < 0.999 or not math.isfinite(slope):
             raise Fail(f"could not read one softmax temperature from your weights at d_k={d} (fit R² = "
@@ -112,6 +129,14 @@ def sdpa_default(ctx):
         return ("the softmax temperature is 1/√d_k for d_k from 8 to 512; logit variance ≈ "
                 f"{table[3]['variance']:.2f} at d_k = 64 (≈ 1 as intended)", details)
     details["weights_submission"], details["weights_reference"] = heatmap(sample), heatmap(sample_ref)
+    if _post_scaled(row_sums):
+        details["diagnosis"] = "scale_after_softmax"
+        ctx.diagnoses.append("scale_after_softmax")
+        raise Fail("your weights sum to 1/√d_k: you scale after the softmax; the 1/√d_k belongs on the "
+                   "scores", details)
+    if scale_bug(found):
+        details["diagnosis"] = scale_bug(found)
+        ctx.diagnoses.append(details["diagnosis"])
     raise Fail(f"Scale found: {name_scale(found)}. {_variance_sentence(table)}", details)
 
 
@@ -135,10 +160,16 @@ def sdpa_argument(ctx):
                                    "expected": round(given ** 2 * d, 4)}]}
     if r2 >= 0.999 and abs(slope - given) <= 1e-3 * given:
         return f"scale={given:.4g} is honoured (fitted {slope:.6g})", details
+    if abs(float(w.sum(-1).mean()) - given) <= 1e-6:
+        details["diagnosis"] = "scale_after_softmax"
+        raise Fail(f"with scale={given:.4g}: your weights sum to {given:.4g}, not 1: you multiply the "
+                   f"weights by the scale after the softmax; it belongs on the scores", details)
     if abs(slope - 1 / math.sqrt(d)) <= 1e-3 / math.sqrt(d):
         why = "you ignore the scale= argument and always use 1/√d_k"
+        details["diagnosis"] = "scale_ignored"
     elif abs(slope - given / math.sqrt(d)) <= 1e-3 * given / math.sqrt(d):
         why = "you apply both scale= and 1/√d_k; when scale is given use only it"
+        details["diagnosis"] = "scale_twice"
     elif abs(slope - 1 / given) <= 1e-3 / given:
         why = "you divide by scale= instead of multiplying"
     else:
@@ -185,29 +216,41 @@ def _mha_head_weights(ctx, H: int, dk: int, L: int, S: int):
     return (layout(*which) for which in LAYOUTS)  # lazily: the first layout explains a correct layer
 
 
-def _head_slopes(layouts) -> list:
-    """Each head's fitted scale under the first layout that explains every head (NaN if none does)."""
+def _head_slopes(layouts) -> tuple[list, float]:
+    """Each head's fitted scale under the first layout that explains every head (NaN if none does),
+    and the weights' mean row sum there (1 for a softmax; 1/√d_k if the scale came after it)."""
     for heads in layouts:
         slopes = []
         for weights, dots in heads:
             slope, r2, _ = fit_scale(weights, dots)
             slopes.append(slope if r2 >= 0.999 else float("nan"))
         if all(math.isfinite(x) for x in slopes):
-            return slopes
-    return [float("nan")]
+            return slopes, float(torch.stack([w.sum(-1).mean() for w, _ in heads]).mean())
+    return [float("nan")], float("nan")
+
+
+def _post_scaled(row_sums: dict) -> bool:
+    """Rows summing to 1/√d_k at every d_k: the scale multiplies the weights, after the softmax."""
+    return all(abs(total * math.sqrt(d) - 1) <= 1e-6 for d, total in row_sums.items()) and \
+        any(d > 1 for d in row_sums)
 
 
 def mha_default(ctx):
-    found, heads_of, table = {}, {}, []
+    found, heads_of, table, row_sums = {}, {}, [], {}
     L, S = 8, 6
     for H, dk in MHA_CONFIGS:
-        slopes_t = torch.tensor(_head_slopes(_mha_head_weights(ctx, H, dk, L, S)))
+        slopes, row_sums[dk] = _head_slopes(_mha_head_weights(ctx, H, dk, L, S))
+        slopes_t = torch.tensor(slopes)
         slope = float(slopes_t.median())
         spread = float(slopes_t.max() - slopes_t.min())
         if not torch.isfinite(slopes_t).all() or not spread <= 1e-3 * abs(slope) + 1e-9:
+            details = {"num_heads": H, "d_k": dk}
+            cause = next((b for b in ctx.diagnoses if b in STRUCTURAL), None)
+            if cause:  # the heads are scrambled, so no head's weights can be read: that bug's doing
+                details["diagnosis"] = cause
             raise Fail(f"could not read one temperature per head with {H} heads of d_k={dk}: your heads "
                        f"do not behave like softmax(c · q·k) over their own slice (check how you split "
-                       f"heads; see the heads check)", {"num_heads": H, "d_k": dk})
+                       f"heads; see the heads check)", details)
         found[dk], heads_of[dk] = slope, H
         table.append({"d_k": dk, "num_heads": H, "variance": round(slope * slope * dk, 4), "expected": 1.0,
                       "fitted_scale": float(f"{slope:.6g}"), "expected_scale": float(f"{1 / math.sqrt(dk):.6g}")})
@@ -216,4 +259,12 @@ def mha_default(ctx):
                "variance_note": "scale² · d_k: the logit variance for unit-variance queries and keys"}
     if all(abs(found[d] * math.sqrt(d) - 1) <= 1e-3 for d in found):
         return "every head uses 1/√d_k (d_k from 8 to 256), so logit variance ≈ 1", details
+    if _post_scaled(row_sums):
+        details["diagnosis"] = "scale_after_softmax"
+        ctx.diagnoses.append("scale_after_softmax")
+        raise Fail("your weights sum to 1/√d_k in every head: you scale after the softmax; the 1/√d_k "
+                   "belongs on the scores", details)
+    if scale_bug(found, heads_of):
+        details["diagnosis"] = scale_bug(found, heads_of)
+        ctx.diagnoses.append(details["diagnosis"])
     raise Fail(f"Scale found: {name_scale(found, heads_of)}. {_variance_sentence(table)}", details)

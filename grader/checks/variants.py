@@ -51,6 +51,13 @@ BUGS = {
     "scale_dmodel": "you scale by 1/√d_model instead of the per-head 1/√d_k",
     "no_out_proj": "you leave out the output projection w_o",
     "weights_not_transposed": "you apply the weights as x @ W instead of x @ Wᵀ (like nn.Linear)",
+    "mask_heads_repeat": "you expand the per-batch mask to batch × heads with repeat, which pairs masks with "
+                         "the wrong batch elements: use repeat_interleave(num_heads, dim=0), or keep the "
+                         "(B, 1, L, S) mask and let it broadcast over the heads",
+    "mask_first_head": "you apply one head's mask to every head: a (B, H, L, S) mask gives each head its own",
+    "residual_layernorm": "you add the residual and apply LayerNorm inside the attention: the layer "
+                          "returns the attention output only (the residual and LayerNorm belong to the "
+                          "encoder block around it)",
 }
 
 
@@ -118,7 +125,7 @@ def sdpa_variants(q, k, v, attn_mask=None, is_causal=False, scale=None) -> dict:
 
 
 def mha_variant(x_q, x_kv, ws, num_heads, *, scale_rule="dk", split_ok=True, merge_ok=True,
-                out_proj=True, transpose_w=True, **attend_kw):
+                out_proj=True, transpose_w=True, residual_norm=False, **attend_kw):
     """Multi-head attention with one of the usual mistakes switched on."""
     w_q, w_k, w_v, w_o = (w.double() for w in ws)
     x_q, x_kv = x_q.double(), x_kv.double()
@@ -134,7 +141,8 @@ def mha_variant(x_q, x_kv, ws, num_heads, *, scale_rule="dk", split_ok=True, mer
     scale = {"dk": 1 / math.sqrt(dk), "dmodel": 1 / math.sqrt(D), "none": 1.0, "dk_lin": 1 / dk}[scale_rule]
     heads = attend(q, k, v, scale, **attend_kw)
     merged = heads.transpose(1, 2).reshape(B, L, D) if merge_ok else heads.reshape(B, L, D)
-    return lin(merged, w_o) if out_proj else merged
+    out = lin(merged, w_o) if out_proj else merged
+    return torch.nn.functional.layer_norm(x_q + out, (D,)) if residual_norm else out
 
 
 def mha_variants(x_q, x_kv, ws, num_heads, attn_mask=None, is_causal=False) -> dict:
@@ -157,11 +165,23 @@ def mha_variants(x_q, x_kv, ws, num_heads, attn_mask=None, is_causal=False) -> d
            "split_merge_no_transpose": mha_variant(*args, split_ok=False, merge_ok=False, **kw),
            "no_out_proj": mha_variant(*args, out_proj=False, **kw),
            "weights_not_transposed": mha_variant(*args, transpose_w=False, **kw),
-           "softmax_queries": mha_variant(*args, softmax_dim=-2, **kw)}
+           "softmax_queries": mha_variant(*args, softmax_dim=-2, **kw),
+           "scale_after_softmax": mha_variant(*args, scale_rule="none", post_scale=1 / math.sqrt(
+               x_q.size(-1) // num_heads), **kw),
+           "residual_layernorm": mha_variant(*args, residual_norm=True, **kw)}
     if attn_mask is not None and attn_mask.dtype == torch.bool:
         out["mask_polarity"] = mha_variant(*args, keep=~attn_mask)
         out["masked_fill_zero"] = mha_variant(*args, keep=attn_mask, fill=0.0)
         out["mask_ignored"] = mha_variant(*args)
+        out["mask_after_softmax"] = mha_variant(*args, after_softmax_mask=attn_mask.double())
+        B, H = x_q.size(0), num_heads
+        if attn_mask.dim() == 4 and attn_mask.size(0) == B > 1:
+            # (B·H) masks built with repeat: flat index b·H + h gets the mask of element (b·H + h) mod B
+            per_batch = attn_mask.expand(B, H, L, S).reshape(B * H, L, S)[::H]  # (B, L, S)
+            wrong = per_batch.repeat(H, 1, 1).reshape(B, H, L, S)
+            out["mask_heads_repeat"] = mha_variant(*args, keep=wrong)
+        if attn_mask.dim() == 4 and attn_mask.size(1) == num_heads > 1:
+            out["mask_first_head"] = mha_variant(*args, keep=attn_mask[:, :1])
     elif attn_mask is not None:
         out["float_mask_ignored"] = mha_variant(*args)
         out["float_mask_scaled"] = mha_variant(*args, additive=attn_mask.double(), additive_before_scale=True)
@@ -170,17 +190,23 @@ def mha_variants(x_q, x_kv, ws, num_heads, attn_mask=None, is_causal=False) -> d
         out["causal_diagonal"] = mha_variant(*args, keep=tri.tril(-1))
         out["causal_bottom_right"] = mha_variant(*args, keep=tri.tril(S - L))
         out["causal_ignored"] = mha_variant(*args)
+        out["causal_reversed"] = mha_variant(*args, keep=tri.triu())
+        out["mask_after_softmax"] = mha_variant(*args, after_softmax_mask=tri.tril().double())
     return out
 
 
 def identify(out: torch.Tensor, variants: dict, ref_error: float) -> str | None:
-    """The variant the output matches (NaN in a variant is a wildcard: a fully masked row)."""
-    best, best_err = None, float("inf")
+    """The variant the output matches (NaN in a variant is a wildcard: a fully masked row).
+
+    A variant that is NaN everywhere matches an output that is NaN everywhere too, but only when
+    it is the one such variant (a softmax over the queries with a fully masked key column, say)."""
+    best, best_err, all_nan = None, float("inf"), []
     for name, candidate in variants.items():
         if not isinstance(candidate, torch.Tensor) or candidate.shape != out.shape:
             continue
         wild = candidate.isnan()
         if wild.all():
+            all_nan.append(name)
             continue
         err = relative_error(torch.where(wild, torch.zeros_like(candidate), out.double()),
                              torch.where(wild, torch.zeros_like(candidate), candidate))
@@ -188,8 +214,41 @@ def identify(out: torch.Tensor, variants: dict, ref_error: float) -> str | None:
             best, best_err = name, err
     if best is not None and best_err < 2e-3 and best_err < ref_error / 10:
         return best
+    if len(all_nan) == 1 and bool(out.isnan().all()):
+        return all_nan[0]
     return None
 
 
 def explain(name: str | None) -> str:
     return BUGS.get(name, "") if name else ""
+
+
+# The family each named bug is charged to (the first of these the task has): the check family
+# that tests that very thing. Elsewhere the same bug is a knock-on and costs nothing more.
+HOME = {
+    "no_scale": ("scale",), "scale_dk": ("scale",), "scale_sqrt_mult": ("scale",),
+    "scale_ignored": ("scale",), "scale_twice": ("scale",), "scale_dmodel": ("scale",),
+    "scale_constant": ("scale",),
+    "scale_after_softmax": ("weights", "scale"), "softmax_queries": ("weights", "output"),
+    "mask_polarity": ("mask",), "masked_fill_zero": ("mask",), "mask_multiply": ("mask",),
+    "mask_after_softmax": ("mask",), "mask_ignored": ("mask",), "bool_mask_added": ("mask",),
+    "float_mask_ignored": ("mask",), "float_mask_as_bool": ("mask",), "float_mask_scaled": ("mask",),
+    "float_mask_subtracted": ("mask",), "float_mask_not_added": ("mask",),
+    "causal_diagonal": ("causal",), "causal_bottom_right": ("causal",), "causal_ignored": ("causal",),
+    "causal_reversed": ("causal",),
+    "split_no_transpose": ("heads",), "merge_no_transpose": ("heads",), "split_merge_no_transpose": ("heads",),
+    "batch_mixed": ("batch",), "no_out_proj": ("output",), "weights_not_transposed": ("output",),
+    "mask_heads_repeat": ("mask",), "mask_first_head": ("mask",), "residual_layernorm": ("output",),
+    "nondeterministic": ("output",), "low_precision": ("dtype", "output"),
+    "float32_precision": ("dtype", "output"),
+}
+# Bugs that scramble what the scale read-out sees (it cannot read a temperature through them):
+# a read-out that fails after one of these was named is that bug's knock-on.
+STRUCTURAL = {"split_no_transpose", "merge_no_transpose", "split_merge_no_transpose", "no_out_proj",
+              "weights_not_transposed", "residual_layernorm", "softmax_queries", "batch_mixed",
+              "nondeterministic", "low_precision"}
+
+
+def home_family(name: str, families) -> str | None:
+    """Where bug ``name`` is charged in a task with these families (None: nowhere in particular)."""
+    return next((f for f in HOME.get(name, ()) if f in families), None)

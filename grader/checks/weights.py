@@ -33,10 +33,12 @@ def distribution(ctx):
     if float((rows - 1).abs().max()) > 1e-6:
         cols = w.sum(-2)
         if float((cols - 1).abs().max()) < 1e-6:
+            details["diagnosis"] = "softmax_queries"
             raise Fail("your weights sum to 1 down each column, not along each row: the softmax "
                        "normalises over the queries (dim=-2) instead of the keys (dim=-1)", details)
         mean = float(rows.mean())
         if abs(mean - 1 / math.sqrt(E)) < 1e-6:
+            details["diagnosis"] = "scale_after_softmax"
             raise Fail(f"your weight rows sum to {mean:.4f} = 1/√d_k instead of 1: you scale after the "
                        f"softmax; the 1/√d_k belongs on the scores", details)
         raise Fail(f"your weight rows sum to between {float(rows.min()):.4f} and {float(rows.max()):.4f} "

@@ -39,30 +39,36 @@ def child_env(device: str) -> dict:
 
 
 class OutputCapture(threading.Thread):
-    """Keeps the first ``cap`` bytes of a pipe, then closes it (the writer gets EPIPE).
+    """Keeps the first ``cap`` bytes of a pipe and drains (and counts) the rest.
 
+    The pipe is never closed early: a student whose function prints a lot must not get a
+    BrokenPipeError from its own print, which would fail every check of a correct file.
     ``text()`` first takes in whatever is already in the pipe: the harness flushes the
     student's prints before each answer, so after an answer the capture is exact.
     """
 
     def __init__(self, fd: int, cap: int):
         super().__init__(daemon=True)
-        self.fd, self.cap, self.data, self.truncated = fd, cap, bytearray(), False
+        self.fd, self.cap, self.data, self.dropped = fd, cap, bytearray(), 0
         self.lock = threading.Lock()
         os.set_blocking(fd, False)  # reads happen only when select or FIONREAD says there is data
 
+    @property
+    def truncated(self) -> bool:
+        return self.dropped > 0
+
     def _take(self, chunk: bytes) -> None:
-        self.data += chunk[: self.cap - len(self.data)]
-        if len(self.data) >= self.cap:
-            self.truncated = True
+        room = max(0, self.cap - len(self.data))
+        self.data += chunk[:room]
+        self.dropped += max(0, len(chunk) - room)
 
     def run(self) -> None:
         try:
-            while not self.truncated:
+            while True:
                 select.select([self.fd], [], [])
                 with self.lock:
                     try:
-                        chunk = os.read(self.fd, 65536)
+                        chunk = os.read(self.fd, 1 << 16)
                     except BlockingIOError:
                         continue  # text() took it first
                     if not chunk:
@@ -80,7 +86,7 @@ class OutputCapture(threading.Thread):
 
     def sync(self) -> None:
         with self.lock:
-            while self.fd >= 0 and not self.truncated:
+            while self.fd >= 0:
                 waiting = struct.unpack("i", fcntl.ioctl(self.fd, termios.FIONREAD, b"\0" * 4))[0]
                 if waiting <= 0:
                     return
@@ -92,7 +98,8 @@ class OutputCapture(threading.Thread):
     def text(self) -> str:
         if self.is_alive():
             self.sync()
-        suffix = "\n[output truncated]" if self.truncated else ""
+        suffix = (f"\n[output cut: the first {self.cap:,} bytes are shown, {self.dropped:,} more were "
+                  f"dropped]") if self.dropped else ""
         return self.data.decode("utf-8", "replace") + suffix
 
 

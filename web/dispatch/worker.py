@@ -22,7 +22,7 @@ import traceback
 from sqlalchemy.engine import Engine
 
 from ..db import check_migrated, get_engine
-from ..services.grading import load_grade_function, report_to_dict
+from ..services.grading import grading_seed, load_grade_function, report_to_dict
 from ..observability import configure_logging, log_context
 from . import claim as claims
 
@@ -77,7 +77,8 @@ class GradingWorker:
             else:
                 device = "cuda" if claim.queue == "gpu" else "cpu"
                 report = self.grade_fn(claim.code, claim.task_id,
-                                       sandbox=self.config["SANDBOX"], device=device)
+                                       sandbox=self.config["SANDBOX"], device=device,
+                                       server_seed=grading_seed(self.config, claim.task_id, claim.code))
                 data = report_to_dict(report)
         except Exception as exc:  # the grader itself failed: not the student's fault
             log.error("job %s attempt %s: grader error\n%s", claim.job_id, claim.attempt,

@@ -110,6 +110,7 @@ def submission(submission_id: int):
         if previous else None
     history = progress.history(session, sub.user_id, sub.assignment_id)
     return render_template("student/submission.html", sub=sub, view=view, checks=checks,
+                           summary=view.get("summary"), scoring=view.get("scoring"),
                            previous=previous, diff=diff, history=history,
                            regrade_form=ActionForm())
 

@@ -17,6 +17,25 @@ def load_grade_function(spec: str = "grader.grading:grade_source"):
     return getattr(importlib.import_module(module), attr)
 
 
+def grading_seed(config: dict, task_id: str, code: str) -> int:
+    """The inputs' seed for one submission: the same code gets the same inputs (and score) on every
+    run and regrade, and nobody without the server's secret can compute them.
+
+    An HMAC of the task, the code and the grader version under a key derived from SECRET_KEY; a
+    new grader version draws new inputs (regrades report the version change anyway).
+    """
+    import hashlib
+    import hmac
+
+    from grader import GRADER_VERSION
+    key = str(config.get("SECRET_KEY") or "").encode()
+    if not key:
+        raise ValueError("no grading secret: set ATTN_GRADER_SECRET_KEY")
+    key = hmac.new(key, b"attn-grader grading seed", hashlib.sha256).digest()
+    message = b"\x00".join([task_id.encode(), GRADER_VERSION.encode(), code.encode("utf-8", "surrogateescape")])
+    return int.from_bytes(hmac.new(key, message, hashlib.sha256).digest()[:8], "big") >> 2
+
+
 def report_to_dict(report) -> dict:
     """A ``GradeReport`` (or a dict) as strict JSON: NaN and infinities become strings."""
     data = report.to_dict() if hasattr(report, "to_dict") else dict(report)

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..models import Assignment, Submission
-from .grading import effective_score, record_result, report_to_dict
+from .grading import effective_score, grading_seed, record_result, report_to_dict
 
 
 @dataclass
@@ -32,7 +32,7 @@ class RegradeChange:
         return self.old_score is None or abs(self.new_score - self.old_score) > 1e-9
 
 
-def plan_regrade(session: Session, assignment: Assignment, grade_fn, *, sandbox: str = "auto",
+def plan_regrade(session: Session, assignment: Assignment, grade_fn, *, config: dict, sandbox: str = "auto",
                  jobs: int = 2, progress=None) -> list[RegradeChange]:
     """Grade every submission again without storing anything."""
     subs = session.scalars(select(Submission).where(Submission.assignment_id == assignment.id)
@@ -40,7 +40,8 @@ def plan_regrade(session: Session, assignment: Assignment, grade_fn, *, sandbox:
     device = "cuda" if assignment.queue == "gpu" else "cpu"
 
     def grade(sub: Submission) -> RegradeChange:
-        data = report_to_dict(grade_fn(sub.code, sub.task_id, sandbox=sandbox, device=device))
+        data = report_to_dict(grade_fn(sub.code, sub.task_id, sandbox=sandbox, device=device,
+                                       server_seed=grading_seed(config, sub.task_id, sub.code)))
         change = RegradeChange(
             submission_id=sub.id, email=sub.user.email, old_score=sub.score,
             new_score=effective_score(sub, float(data.get("score") or 0.0)),

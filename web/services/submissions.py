@@ -206,6 +206,13 @@ def submission_view(submission: Submission, viewer: User, now: datetime | None =
     if job is not None and job.status == "failed":
         error = error or job.error
     checks, error, notebook = notebook_view(submission, checks, error)
+    report = result.report if result is not None and isinstance(result.report, dict) else {}
+    assignment = submission.assignment
+    scoring = None
+    if result is not None and report.get("score") is not None:
+        penalty = assignment.late_penalty if submission.late and assignment.late_policy == "penalty" else 0.0
+        scoring = {"grader_score": report.get("score"), "max_score": report.get("max_score"),
+                   "late_penalty": penalty, "score": submission.score}
     return {
         "id": submission.id, "task": submission.task_id,
         "assignment": submission.assignment.slug, "status": submission.status,
@@ -214,6 +221,9 @@ def submission_view(submission: Submission, viewer: User, now: datetime | None =
         "checks": checks, "feedback": "full" if show_checks else "hidden",
         "error": error, "late": submission.late, "filename": submission.filename,
         "notebook": notebook,
+        # how the score was reached: one line of root causes, and the late penalty if any
+        "summary": report.get("summary") if show_checks else None,
+        "scoring": scoring,
         "grader_version": submission.grader_version,
         "submitted_at": iso(submission.created_at),
         "timings": {
