@@ -275,6 +275,9 @@ def _run_one(ctx, check, add, per_check) -> bool | None:
         crashed = s.error.kind in ("crash", "timeout", "memory", "protocol")
         message = s.describe()
         details = {"error_kind": s.error.kind, "traceback": clean_traceback(s.error.traceback)[-3000:]}
+        if "in-place operation" in s.error.message and check.family == "grad" and ctx.mutated:
+            # autograd refusing an in-place change the parent saw itself (the message alone is not evidence)
+            details["diagnosis"] = "inputs_modified"
     except Exception as exc:  # a grader bug must not take the other checks down
         message = f"the grader could not run this check ({type(exc).__name__}); please report it"
         details = {"internal_error": f"{type(exc).__name__}: {exc}"[:500]}

@@ -48,6 +48,15 @@ def compare_grads(result, names, ref64, same, dtype, what):
     return worst
 
 
+def _same_grad(got, expected, dtype) -> bool:
+    """Equal within the gradient tolerance; an input that does not reach the output has no gradient
+    (None) or a zero one, whichever autograd gives."""
+    if expected is None or got is None:
+        other = got if expected is None else expected
+        return other is None or float(other.double().abs().max()) == 0.0
+    return compare(got, expected, allowance(expected, expected, dtype, GRAD_MULTIPLIER, GRAD_FLOOR_FACTOR)).ok
+
+
 def explained_by_known_bug(ctx, fail: Fail, result, names, variants_of, inputs, g, dtype, what) -> Fail:
     """A gradient miss that is exactly the gradient of a bug already named is that bug's knock-on."""
     for name in ctx.diagnoses:
@@ -59,9 +68,7 @@ def explained_by_known_bug(ctx, fail: Fail, result, names, variants_of, inputs, 
             expected = torch.autograd.grad((out * g.double()).sum(), leaves, allow_unused=True)
         except (RuntimeError, ValueError):
             continue
-        if all(e is not None and gr is not None and compare(gr, e, allowance(e, e, dtype, GRAD_MULTIPLIER,
-                                                                             GRAD_FLOOR_FACTOR)).ok
-               for gr, e in zip(result.grads, expected)):
+        if all(_same_grad(gr, e, dtype) for gr, e in zip(result.grads, expected)):
             fail.details["diagnosis"] = name
             break
     return fail
@@ -182,7 +189,7 @@ def sdpa_gradcheck(ctx):
     def backward(g):
         res = ctx.call(q, k, v, wrt=(0, 1, 2), grad_output=g, during=what)
         ctx.tensor_out(res, (1, 3, 2), what)
-        return _grads_or_fail(res, SDPA_NAMES, what)
+        return _grads_or_fail(res, SDPA_NAMES, what, [q, k, v])
 
     tier = gradcheck(ctx, forward, backward, [q, k, v], SDPA_NAMES, stacked, what)
     return "torch.autograd.gradcheck-style comparison passes in float64 (" + \
@@ -191,12 +198,17 @@ def sdpa_gradcheck(ctx):
          if tier == "float32-internal" else ")")
 
 
-def _grads_or_fail(res, names, what):
-    if res.grads is None or any(g is None for g in res.grads):
+def _grads_or_fail(res, names, what, inputs=None):
+    """The child's gradients; for gradcheck an input with no gradient (autograd's None for an input
+    the output does not use) counts as a zero one, which finite differences then confirm or refute."""
+    if res.grads is None or (inputs is None and any(g is None for g in res.grads)) or \
+            all(g is None for g in res.grads):
         missing = names if res.grads is None else [n for n, g in zip(names, res.grads) if g is None]
         raise Fail(f"{what}: no gradient reaches {', '.join(missing)}: your output is not connected to the "
                    f"autograd graph (.detach(), .data, numpy or torch.tensor(...) in the path)")
-    return res.grads
+    if inputs is None:
+        return res.grads
+    return [torch.zeros_like(t) if g is None else g for g, t in zip(res.grads, inputs)]
 
 
 def mha_reference(ctx):
@@ -231,7 +243,7 @@ def mha_gradcheck(ctx):
     g = r(1, L, D, dtype=torch.float64)
     res = ctx.call(*inputs, H, wrt=tuple(range(6)), grad_output=g, during=what)
     ctx.tensor_out(res, (1, L, D), what)
-    grads = _grads_or_fail(res, MHA_NAMES, what)
+    grads = _grads_or_fail(res, MHA_NAMES, what, inputs)
     for i, name in enumerate(MHA_NAMES):
         u = r(*inputs[i].shape, dtype=torch.float64)
         analytic = float((grads[i].double() * u).sum())

@@ -34,7 +34,7 @@ def sdpa_batch(ctx):
             raise Fail(f"changing the inputs of {where} changed other outputs by up to {leak:.3g}: your "
                        f"computation mixes {'batch elements' if len(index) == 1 else 'heads'} (e.g. flattening "
                        f"them into the sequence, or a reduction over the wrong dimension)",
-                       {"changed": where, "max_change_elsewhere": leak})
+                       {"changed": where, "max_change_elsewhere": leak, "diagnosis": "batch_mixed"})
     return "each batch element and head depends only on its own inputs"
 
 
@@ -52,7 +52,8 @@ def mha_batch(ctx):
     leak = _changed(out[others], base[others])
     if not leak <= PROPERTY_TOLERANCE * max(1.0, float(base.abs().max())):
         raise Fail(f"changing batch element {b} changed the other elements' outputs by up to {leak:.3g}: "
-                   f"your computation mixes batch elements", {"changed": b, "max_change_elsewhere": leak})
+                   f"your computation mixes batch elements", {"changed": b, "max_change_elsewhere": leak,
+                                                              "diagnosis": "batch_mixed"})
     return "each batch element depends only on its own inputs"
 
 
@@ -68,7 +69,7 @@ def inputs_unchanged(ctx):
             pretty.append(f"{label} (first seen in {check})")
         raise Fail(f"your function modifies its inputs in place: {', '.join(pretty)}. Use out-of-place "
                    f"operations (q = q / s, not q /= s; masked_fill, not masked_fill_)",
-                   {"mutated": sorted(ctx.mutated)})
+                   {"mutated": sorted(ctx.mutated), "diagnosis": "inputs_modified"})
     return f"none of the inputs (or masks) was modified across {ctx.calls} calls"
 
 

@@ -54,6 +54,8 @@ BUGS = {
     "mask_heads_repeat": "you expand the per-batch mask to batch × heads with repeat, which pairs masks with "
                          "the wrong batch elements: use repeat_interleave(num_heads, dim=0), or keep the "
                          "(B, 1, L, S) mask and let it broadcast over the heads",
+    "inputs_modified": "your function modifies its inputs in place (q /= s, masked_fill_): the caller's "
+                       "tensors change, and autograd refuses in-place changes to tensors it differentiates",
     "mask_first_head": "you apply one head's mask to every head: a (B, H, L, S) mask gives each head its own",
     "residual_layernorm": "you add the residual and apply LayerNorm inside the attention: the layer "
                           "returns the attention output only (the residual and LayerNorm belong to the "
@@ -239,6 +241,7 @@ HOME = {
     "split_no_transpose": ("heads",), "merge_no_transpose": ("heads",), "split_merge_no_transpose": ("heads",),
     "batch_mixed": ("batch",), "no_out_proj": ("output",), "weights_not_transposed": ("output",),
     "mask_heads_repeat": ("mask",), "mask_first_head": ("mask",), "residual_layernorm": ("output",),
+    "inputs_modified": ("inputs",),
     "nondeterministic": ("output",), "low_precision": ("dtype", "output"),
     "float32_precision": ("dtype", "output"),
 }

@@ -8,6 +8,7 @@ import torch
 from reference_impl import attention_weights
 from .base import Fail, heatmap
 from .inputs import weights_from
+from .variants import STRUCTURAL
 from .tolerance import PROPERTY_TOLERANCE
 
 
@@ -25,6 +26,9 @@ def distribution(ctx):
                "weights_submission": heatmap(w), "weights_reference": heatmap(ref)}
     if not torch.isfinite(w).all():
         raise Fail("your attention weights contain NaN or inf", details)
+    structural = next((b for b in ctx.diagnoses if b in STRUCTURAL), None)
+    if structural:  # weights read back through a bug that scrambles them say nothing on their own
+        details["diagnosis"] = structural
     rows = w.sum(-1)
     details["row_sums"] = [round(float(x), 4) for x in rows[0, 0, :16]]
     if float(w.min()) < -1e-9:  # read-back noise is ~1e-15
