@@ -162,10 +162,10 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
             if within(value, float(expr.evaluate(mistake["value"], env)), tol):
                 return result(0.0, False, f"{msg('incorrect', lang)} {substitute(mistake['feedback'][lang], env, lang)}",
                               value=value)
-        # no known mistake: say which way it is off, but keep the explanation (it states the
-        # answer) for when the student may no longer change it
+        # no known mistake: say which way it is off; the explanation states the answer, so it goes
+        # in ``details`` for the service to show once the question is final (quiz_policy.py)
         hint = msg("numeric_high" if value > target else "numeric_low", lang, value=format_number(value, lang))
-        return AnswerResult(False, 0.0, top, hint, {"value": value})
+        return AnswerResult(False, 0.0, top, hint, {"value": value, "explanation": explanation})
     if kind == "ordering":
         ids = [i["id"] for i in d["items"]]
         if not isinstance(answer, (list, tuple)) or len(answer) != len(ids):

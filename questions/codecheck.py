@@ -48,6 +48,19 @@ def _compare(got: torch.Tensor, want: torch.Tensor, compare: dict, lang: str) ->
     return None
 
 
+def _mutated(args, after, params) -> list[str]:
+    """The tensor arguments that came back changed (compared here, not in the student's process)."""
+    names = [p["name"] for p in params or [] if p["kind"] in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")]
+    sent = [(i, a) for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    changed = []
+    for (i, before), now in zip(sent, after or []):
+        same = before.dtype == now.dtype and bool(((before == now) | (before.isnan() & now.isnan())).all()) \
+            if before.is_floating_point() else torch.equal(before, now)
+        if not same:
+            changed.append(names[i] if i < len(names) else f"argument {i + 1}")
+    return changed
+
+
 def grade_code(question: Question, seed: int, source: str, lang: str = "en", *,
                sandbox: str = "auto") -> tuple[float, bool, str, dict]:
     """Returns (fraction of cases passed, all passed, feedback, details)."""
@@ -65,11 +78,12 @@ def grade_code(question: Question, seed: int, source: str, lang: str = "en", *,
             return 0.0, False, msg("code_error", lang, why=why), {"cases": [], "error": why}
         for args in cases:
             want = reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
-            call = session.call(*args)
+            call = session.call(*args, echo=True)
+            mutated = _mutated(args, call.inputs_after, loaded.params) if call.ok else []
             if not call.ok:
                 why = f"{call.error.exc_type or call.error.kind}: {call.error.message}".strip()
-            elif call.mutated:
-                why = msg("why_mutated", lang, names=", ".join(call.mutated))
+            elif mutated:
+                why = msg("why_mutated", lang, names=", ".join(mutated))
             elif call.output is None:
                 why = msg("why_type", lang, got=call.output_type or "None")
             else:

@@ -124,7 +124,7 @@ class _BuiltinCtx:
         self.inputs = InputFactory(3)
         self.session = _FakeSession()
         self.blocked, self.ops, self.calls, self.tensor_calls = set(), set(), 0, 1
-        self.honest, self.samples = honest, []
+        self.honest, self.samples, self.fingerprint_samples = honest, [], []
 
     def call(self, *args, during="", **kwargs):
         return self._compute(*args, **kwargs)

@@ -36,7 +36,6 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 wire = _load_sibling("_attn_wire", "wire.py")
 disarm = _load_sibling("_attn_disarm", "disarm.py")
 STATE = {"fn": None, "path": None, "sources": {}}
-_EQUAL = torch.equal  # taken before the student's file runs: patching torch.equal cannot hide a mutation
 # The grader's own packages, and libraries that ship ready-made attention, are not for submissions.
 BLOCKED = ("reference_impl", "grader", "flash_attn", "xformers", "transformers", "x_transformers", "timm")
 
@@ -161,7 +160,6 @@ def call(req: dict) -> dict:
     wrt = req.get("wrt") or []
     for i in wrt:
         args[i] = args[i].detach().clone().requires_grad_(True)
-    before = [(name, t.detach().clone()) for name, t in _tensors_in(args, kwargs)]
 
     torch_fns, aten_ops = set(), set()
     trace = bool(req.get("trace"))
@@ -183,11 +181,6 @@ def call(req: dict) -> dict:
         resp["output"] = out.detach().as_subclass(torch.Tensor)
         resp["output_device"] = str(out.device)
         resp["requires_grad"] = bool(out.requires_grad)
-    mutated = []
-    for (name, old), (_, new) in zip(before, _tensors_in(args, kwargs)):
-        if old.shape != new.shape or old.dtype != new.dtype or not _EQUAL(old, new.detach()):
-            mutated.append(name)
-    resp["mutated"] = mutated
     if req.get("echo"):  # the inputs as they are after the call: the parent compares them itself
         resp["inputs_after"] = [t.detach().as_subclass(torch.Tensor) for _, t in _tensors_in(args, kwargs)]
 

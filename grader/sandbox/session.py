@@ -40,7 +40,6 @@ class CallResult:
     requires_grad: bool = False
     grads: list | None = None
     grad_error: object = None
-    mutated: list = field(default_factory=list)
     ops: list = field(default_factory=list)
     error: StudentError | None = None
     elapsed: float = 0.0            # as the child measured it: advisory

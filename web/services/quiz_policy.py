@@ -135,6 +135,9 @@ def visible_feedback(attempt: QuizAttempt, row: QuizAnswer) -> str:
     if row.state == "pending":
         return "Being graded by the grading workers…"
     if row.state == "final" or attempt.status == "submitted" or row.correct is None:
+        held_back = (row.details or {}).get("explanation")  # worked solution, shown once final
+        if held_back and held_back not in (row.feedback or "") and row.correct is not None:
+            return f"{row.feedback}\n\n{held_back}"
         return row.feedback
     summary = try_summary(attempt, row)
     verdict = "Partly right" if row.points > 0 else "Not right yet"
