@@ -269,7 +269,10 @@ def runtime_check(ctx) -> str:
     if hits:
         raise Fail("your function called torch's built-in attention, which is switched off while grading "
                    f"({', '.join(hits[:4])}); write the attention yourself", {"ops": hits[:20], "detected": True})
-    if not ctx.tensor_calls:
-        raise Fail("not checked: no call returned an output of the expected shape, so whether built-in "
-                   "attention ran could not be verified and nothing else is scored", {"unverified": True})
+    if not ctx.attention_seen and not any(i.startswith("output.") for i in ctx.passed):
+        # Whether it ran torch's attention can only be judged on outputs that are attention; without
+        # any (a crash everywhere, the weights returned, zeros) nothing else scores, whatever the draw.
+        raise Fail("not checked: no output of your function matched attention (with or without a known "
+                   "bug), so whether built-in attention ran could not be verified and nothing else is "
+                   "scored", {"unverified": True})
     return f"no built-in attention ran ({len(ctx.ops)} distinct operations traced over {ctx.calls} calls)"

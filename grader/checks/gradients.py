@@ -131,7 +131,7 @@ def sdpa_reference(ctx):
 # forward that computes in float32 internally (common in real code, and correct) makes float64
 # finite differences noisy at that step, so a miss is retried with a step where float32 rounding is
 # far below the difference; a wrong backward misses both.
-GRADCHECK_TIERS = ((1e-6, 1e-3, 1e-5), (1e-3, 1e-2, 1e-4))
+GRADCHECK_TIERS = ((1e-6, 1e-3, 1e-5), (1e-2, 2e-2, 2e-4))
 
 
 def gradcheck(ctx, call_forward, call_backward, inputs, names, stacked: bool, what: str):
@@ -194,7 +194,7 @@ def sdpa_gradcheck(ctx):
     tier = gradcheck(ctx, forward, backward, [q, k, v], SDPA_NAMES, stacked, what)
     return "torch.autograd.gradcheck-style comparison passes in float64 (" + \
         ("perturbations stacked in one call" if stacked else "one call per perturbation") + \
-        ("; your forward computes in float32 inside, so finite differences used a step of 1e-3)"
+        ("; your forward computes in float32 inside, so finite differences used a step of 1e-2)"
          if tier == "float32-internal" else ")")
 
 

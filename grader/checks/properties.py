@@ -21,6 +21,10 @@ def sdpa_batch(ctx):
     q, k, v = (r(B, H, L, E, dtype=torch.float64), r(B, H, S, E, dtype=torch.float64),
                r(B, H, S, Ev, dtype=torch.float64))
     base = ctx.tensor_out(ctx.call(q, k, v, during="batch probe"), (B, H, L, Ev))
+    again = ctx.tensor_out(ctx.call(q, k, v, during="batch probe"), (B, H, L, Ev))
+    if not torch.equal(torch.nan_to_num(base), torch.nan_to_num(again)):
+        raise Fail("the same inputs twice gave different outputs, so independence cannot be judged: is "
+                   "dropout (or other randomness) still on?", {"diagnosis": "nondeterministic"})
     b, h = ctx.inputs.randint(0, B - 1), ctx.inputs.randint(0, H - 1)
     for where, index in ((f"batch element {b}", (b,)), (f"head {h} (of every batch element)", (slice(None), h))):
         q2, k2, v2 = q.clone(), k.clone(), v.clone()

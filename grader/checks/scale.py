@@ -101,6 +101,8 @@ def scale_bug(found: dict, heads: dict | None = None) -> str | None:
         return "scale_sqrt_mult"
     if heads and all(close(found[d], 1 / math.sqrt(d * heads[d])) for d in ds) and any(heads[d] > 1 for d in ds):
         return "scale_dmodel"
+    if not heads and all(close(found[d], 1 / 8) for d in ds):
+        return "scale_constant"
     return None
 
 

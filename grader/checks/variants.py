@@ -49,6 +49,8 @@ BUGS = {
     "batch_mixed": "every query attends to the keys of every batch element: you flattened the batch "
                    "dimensions into the sequence; keep them as leading dimensions",
     "scale_dmodel": "you scale by 1/√d_model instead of the per-head 1/√d_k",
+    "scale_constant": "you hard-code the scale 1/8 (that is 1/√64), which is right only at d_k = 64: use "
+                      "1/√(query.size(-1))",
     "no_out_proj": "you leave out the output projection w_o",
     "weights_not_transposed": "you apply the weights as x @ W instead of x @ Wᵀ (like nn.Linear)",
     "mask_heads_repeat": "you expand the per-batch mask to batch × heads with repeat, which pairs masks with "
@@ -101,6 +103,8 @@ def sdpa_variants(q, k, v, attn_mask=None, is_causal=False, scale=None) -> dict:
         flat = lambda t: t.expand(*batch, *t.shape[-2:]).reshape(-1, t.size(-1))
         mixed = attend(flat(q), flat(k), flat(v), s)  # (N·L, Ev): one softmax over all batches' keys
         out["batch_mixed"] = mixed.reshape(*batch, L, v.size(-1))
+    if scale is None and d != 64:
+        out["scale_constant"] = attend(q, k, v, 1 / 8, keep=keep, additive=additive)
     if scale is not None:
         out["scale_ignored"] = attend(q, k, v, 1 / math.sqrt(d), keep=keep, additive=additive)
         out["scale_twice"] = attend(q, k, v, scale / math.sqrt(d), keep=keep, additive=additive)

@@ -1,4 +1,5 @@
 # expect: batch
+# bugs: several (flattening the batch also breaks the float mask's broadcast, which reads as a mask bug)
 # bug: flattens the batch into the sequence
 import math
 

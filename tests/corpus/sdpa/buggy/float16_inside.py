@@ -1,4 +1,5 @@
 # expect: output
+# bugs: several (the float16 cast also makes every float64 call fail with a dtype error)
 # bug: computes the product in half precision
 import math
 

@@ -1,4 +1,5 @@
 # expect: output
+# bugs: several (it returns the queries' mean: not attention, so no property earns points)
 # bug: patches torch's comparison functions and returns the queries' mean, hoping the grader compares in here
 import torch
 

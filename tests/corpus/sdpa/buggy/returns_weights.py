@@ -1,4 +1,5 @@
 # expect: output
+# bugs: several (it returns the weights, never the output: no call can be checked)
 # bug: returns the weights instead of the weighted values
 import math
 

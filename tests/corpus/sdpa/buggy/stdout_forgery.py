@@ -1,4 +1,5 @@
 # expect: output
+# bugs: several (it returns zeros: not attention, so no property earns points)
 # bug: prints a forged perfect report and returns zeros
 import json
 

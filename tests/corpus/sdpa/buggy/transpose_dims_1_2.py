@@ -1,4 +1,5 @@
 # expect: output
+# bugs: several (transposing the wrong dimensions crashes on 4-D inputs, which most checks use)
 # bug: transposes key with fixed dims (1, 2), right only for 3-D inputs
 import math
 
