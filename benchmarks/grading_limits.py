@@ -113,6 +113,44 @@ def submit_and_learn(server: str, token: str, code: str) -> tuple[int, float]:
     return sid, time.perf_counter() - start
 
 
+def measure_service(kind: str, args, code: str, port: int) -> tuple[dict, list[float]]:
+    """The burst, then idle submissions, on ``serve`` or on the scaled stack."""
+    setup = None
+    if kind == "serve":
+        tmp = Path(tempfile.mkdtemp(prefix="attn-limits-"))
+        proc, server, token = start_service(tmp, args.workers, port)
+    else:
+        from types import SimpleNamespace
+
+        from load_servers import Setup
+        from service_throughput import prepare
+
+        setup = Setup("scaled", SimpleNamespace(
+            grade_seconds=0.0, grader="real", pg=args.pg, redis=args.redis,
+            redis_limits=args.redis_limits, workers=args.workers, web_processes=2,
+            seed_students=1, seed_submissions=0, keep=False))
+        # Its workers are separate `attn-grader worker` processes on this one host: give
+        # each its share of the cores by hand (one host, one `worker --processes N`, does it).
+        setup.env.update(ATTN_GRADER_TORCH_THREADS=str(max(1, len(os.sched_getaffinity(0))
+                                                            // args.workers)),
+                         ATTN_GRADER_WAITING_REQUESTS="16", GUNICORN_THREADS="32")
+        setup.start("attention-is-all-you-need")
+        server, token = setup.url, prepare(setup.database_url)
+    try:
+        for _ in range(args.workers):  # each worker starts its sandbox once, off the numbers
+            submit_and_learn(server, token, code)
+        load = burst(server, token, code, args.count, args.clients)
+        time.sleep(1.0)
+        idle = [submit_and_learn(server, token, code)[1] for _ in range(args.repeat)]
+    finally:
+        if setup is not None:
+            setup.close()
+        else:
+            proc.terminate()
+            proc.wait(90)
+    return load, idle
+
+
 def burst(server: str, token: str, code: str, count: int, clients: int) -> dict:
     """Every client sends its share at once, then long-polls each of its submissions."""
     from service_throughput import http_json, percentile
@@ -148,7 +186,11 @@ def burst(server: str, token: str, code: str, count: int, clients: int) -> dict:
     views = [http_json("GET", f"{server}/api/v1/submissions/{sid}", token) for sid in sent]
     grading = [v["timings"]["grading_seconds"] for v in views if v["timings"]["grading_seconds"]]
     latency = [learned[s] - sent[s] for s in sent]
+    # Claimed -> stored, less grade_source itself: the worker's own cost per job.
+    around = [v["timings"]["grading_seconds"] - v["timings"]["grader"]["total_s"] for v in views
+              if v["timings"]["grading_seconds"] and (v["timings"]["grader"] or {}).get("total_s")]
     return {"per_minute": count / elapsed * 60, "grading_p50": med(grading),
+            "around_grading_p50": med(around) if around else None,
             "latency_p50": percentile(latency, 50), "latency_p95": percentile(latency, 95),
             "full_marks": sum(v["status"] == "done" and v["score"] == v["max_score"] for v in views),
             "count": count, "lost": count - len(views),
@@ -162,6 +204,12 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=5, help="repetitions of the short rows")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--scaled", action="store_true",
+                        help="also the burst on gunicorn + PostgreSQL + Redis + attn-grader worker")
+    parser.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test",
+                        help="an existing PostgreSQL database; a scratch one is created beside it")
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/12")
+    parser.add_argument("--redis-limits", default="redis://127.0.0.1:6379/11")
     parser.add_argument("--grade-loop", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--cpus", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
@@ -195,17 +243,8 @@ def main() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    tmp = Path(tempfile.mkdtemp(prefix="attn-limits-"))
-    proc, server, token = start_service(tmp, args.workers, port)
-    try:
-        for _ in range(args.workers):  # each worker starts its sandbox once, off the numbers
-            submit_and_learn(server, token, code)
-        load = burst(server, token, code, args.count, args.clients)
-        time.sleep(1.0)
-        idle = [submit_and_learn(server, token, code)[1] for _ in range(args.repeat)]
-    finally:
-        proc.terminate()
-        proc.wait(90)
+    load, idle = measure_service("serve", args, code, port)
+    scaled = measure_service("scaled", args, code, port) if args.scaled else None
 
     capacity = min(args.workers, len(cores)) * 60 / limit_grade
     rows = [
@@ -217,9 +256,21 @@ def main() -> int:
         (f"burst: {args.count} submissions, {args.clients} API clients, serve, SQLite, "
          f"{args.workers} workers", f"{load['per_minute']:.0f} graded/min",
          f"limit {capacity:.0f}/min; grading p50 {load['grading_p50'] * 1000:.0f} ms = "
-         f"{load['grading_p50'] / limit_grade:.2f}x one-core grade; submit->result p50 "
+         f"{load['grading_p50'] / limit_grade:.2f}x one-core grade (claim and store "
+         f"{(load['around_grading_p50'] or 0) * 1000:.0f} ms of it); submit->result p50 "
          f"{load['latency_p50']:.2f} s, p95 {load['latency_p95']:.2f} s",
          load["per_minute"] / capacity),
+    ]
+    if scaled is not None:
+        sload, sidle = scaled
+        rows.append((f"the burst on gunicorn + PostgreSQL + Redis + {args.workers} attn-grader "
+                     f"worker", f"{sload['per_minute']:.0f} graded/min",
+                     f"limit {capacity:.0f}/min; grading p50 {sload['grading_p50'] * 1000:.0f} ms; "
+                     f"submit->result p50 {sload['latency_p50']:.2f} s; idle submit->result "
+                     f"{med(sidle) * 1000:.0f} ms = {med(sidle) / limit_import:.2f}x import torch; "
+                     f"{sload['full_marks']}/{sload['count']} full marks, {sload['lost']} lost",
+                     sload["per_minute"] / capacity))
+    rows += [
         ("one submission on the idle service, submit->result", f"{med(idle) * 1000:.0f} ms",
          f"vs import torch; limit one-core grade = {limit_grade / limit_import:.2f}x",
          med(idle) / limit_import),
@@ -237,8 +288,10 @@ def main() -> int:
         args.json.write_text(json.dumps({
             "limit_grade_s": limit_grade, "limit_import_torch_s": limit_import,
             "grade_free_s": med(free["times"]), "burst": load, "idle_submit_result_s": med(idle),
-            "check_s": med(checks), "rows": [(w, v, r) for w, v, _, r in rows]}, indent=2))
-    ok = load["full_marks"] == load["count"] and load["lost"] == 0
+            "check_s": med(checks), "scaled": scaled,
+            "rows": [(w, v, r) for w, v, _, r in rows]}, indent=2))
+    ok = all(b["full_marks"] == b["count"] and b["lost"] == 0
+             for b in [load] + ([scaled[0]] if scaled else []))
     return 0 if ok else 1
 
 
