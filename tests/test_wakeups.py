@@ -230,3 +230,27 @@ def test_submit_asks_the_server_to_hold_and_pauses_only_when_it_does_not(monkeyp
     assert view["status"] == "done"
     assert [url for _, url in asked[1:]] == ["http://h/api/v1/submissions/3?wait=25"] * 3
     assert len(pauses) == 2  # each early, unfinished answer (a server that did not hold it)
+
+
+def test_a_broker_worker_fetches_one_job_at_a_time_and_looks_often(monkeypatch, tmp_path):
+    import dramatiq
+
+    started = []
+
+    class FakeWorker:
+        def __init__(self, broker, queues, worker_threads, worker_timeout):
+            self.threads, self.timeout, self.queue_prefetch = worker_threads, worker_timeout, 8
+
+        def start(self):
+            started.append((self.threads, self.timeout, self.queue_prefetch))
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr(dramatiq, "Worker", FakeWorker)
+    config = make_config(tmp_path, BROKER_URL="stub://")
+    worker = GradingWorker(None, config, grade_fn=fake_grade, name="broker")
+    stop = threading.Event()
+    stop.set()
+    worker.run_dramatiq(["cpu"], stop)
+    assert started == [(1, 100, 1)]  # idle consumers wait at most 0.1 s; nothing prefetched
