@@ -127,7 +127,8 @@ def test_a_queued_job_wakes_an_idle_polling_worker(service):
 # ---- waiting for a result ----------------------------------------------------------------
 
 
-def test_waiters_are_woken_by_a_notification_and_time_out_otherwise(tmp_path):
+def test_waiters_are_woken_by_a_notification_and_time_out_otherwise(tmp_path, monkeypatch):
+    monkeypatch.setattr(wakeup, "RECHECK_SECONDS", 60.0)  # only the datagram can wake it
     folder = str(tmp_path / "w")
     waiters = wakeup.StatusWaiters(folder, capacity=2)
     state = {"done": False}
@@ -140,7 +141,7 @@ def test_waiters_are_woken_by_a_notification_and_time_out_otherwise(tmp_path):
     state["done"] = True
     wait_until(lambda: wakeup.notify_submission(folder, 7) == 1, timeout=10,
                what="the web listener bound")
-    thread.join(20)  # the fallback re-check would also see it, but only after RECHECK_SECONDS
+    thread.join(20)
     assert result == [True] and waiters.waiting == 0 and not waiters.events
 
 
@@ -254,3 +255,37 @@ def test_a_broker_worker_fetches_one_job_at_a_time_and_looks_often(monkeypatch, 
     stop.set()
     worker.run_dramatiq(["cpu"], stop)
     assert started == [(1, 100, 1)]  # idle consumers wait at most 0.1 s; nothing prefetched
+
+
+def test_status_changes_reach_waiters_on_other_hosts_through_redis(redis_url, tmp_path,
+                                                                   monkeypatch):
+    url, namespace = redis_url
+    monkeypatch.setattr(wakeup, "RECHECK_SECONDS", 60.0)  # only the relay can wake it
+    config = {"BROKER_URL": url, "BROKER_NAMESPACE": namespace}
+    waiters = wakeup.StatusWaiters(str(tmp_path / "web-host"), capacity=2,
+                                   relay=wakeup.RedisRelay.for_config(config))
+    state = {"done": False}
+    result = []
+    thread = threading.Thread(target=lambda: result.append(
+        waiters.wait(9, lambda: state["done"], timeout=60)))
+    thread.start()
+    wait_until(lambda: waiters.waiting == 1, timeout=10, what="the request waiting")
+    worker_host = wakeup.RedisRelay.for_config(config)  # its datagrams go to another folder
+    state["done"] = True
+
+    def delivered():  # published again until the subscriber, started with the wait, hears it
+        wakeup.notify_submission(str(tmp_path / "worker-host"), 9, worker_host)
+        thread.join(0.2)
+        return not thread.is_alive()
+
+    wait_until(delivered, timeout=20, what="the relayed wake-up (the subscriber may start late)")
+    assert result == [True]
+
+
+def test_only_a_redis_broker_gets_a_relay():
+    assert wakeup.RedisRelay.for_config({"BROKER_URL": "stub://"}) is None
+    assert wakeup.RedisRelay.for_config({}) is None
+    relay = wakeup.RedisRelay.for_config({"BROKER_URL": "redis://127.0.0.1:1/0",
+                                          "BROKER_NAMESPACE": "ns"})
+    assert relay.channel == "ns:submission-status"
+    relay.publish("submission 1")  # Redis unreachable: the waiting requests re-check; no error

@@ -8,8 +8,8 @@ result). A notifier sends a short datagram to every socket of the role it addres
 A datagram costs microseconds and nothing piles up when nobody listens. A lost one costs
 latency only, never a job or a result: workers still re-check the database every
 ``POLL_SECONDS`` and waiting requests every ``RECHECK_SECONDS``. Processes on different
-hosts share no such folder; there the broker (Dramatiq) delivers jobs and waiting requests
-fall back to the re-check.
+hosts share no such folder: there the broker (Dramatiq) delivers jobs, and with a Redis
+broker the status changes also travel on a Redis pub/sub channel (``RedisRelay``).
 """
 from __future__ import annotations
 
@@ -118,9 +118,51 @@ def submission_message(submission_id: int) -> str:
     return f"submission {int(submission_id)}"
 
 
-def notify_submission(directory: str, submission_id: int) -> int:
-    """A submission's status changed (claimed, graded, failed): wake requests waiting on it."""
+def notify_submission(directory: str, submission_id: int, relay=None) -> int:
+    """A submission's status changed (claimed, graded, failed): wake requests waiting on it,
+    on this host by datagram and, through ``relay`` (a ``RedisRelay``), on every other."""
+    if relay is not None:
+        relay.publish(submission_message(submission_id))
     return notify(directory, WEB, submission_message(submission_id))
+
+
+class RedisRelay:
+    """Status changes between hosts on the broker's Redis: one pub/sub channel per namespace."""
+
+    def __init__(self, url: str, namespace: str):
+        import redis
+
+        self.client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+        self.url, self.channel = url, f"{namespace}:submission-status"
+
+    @classmethod
+    def for_config(cls, config: dict) -> "RedisRelay | None":
+        url = config.get("BROKER_URL") or ""
+        if not url.startswith(("redis://", "rediss://", "unix://")):
+            return None
+        return cls(url, config.get("BROKER_NAMESPACE") or "attn_grader")
+
+    def publish(self, message: str) -> None:
+        try:
+            self.client.publish(self.channel, message)
+        except Exception as exc:  # Redis down: waiting requests re-check by themselves
+            log.debug("status relay: publish failed: %s", exc)
+
+    def listen(self, deliver) -> None:
+        """Call ``deliver(message)`` for each message, for ever (reconnecting after errors)."""
+        import redis
+
+        while True:
+            try:
+                pubsub = redis.Redis.from_url(self.url, socket_connect_timeout=5).pubsub(
+                    ignore_subscribe_messages=True)
+                pubsub.subscribe(self.channel)
+                for item in pubsub.listen():
+                    if item.get("type") == "message":
+                        deliver(item["data"].decode("ascii", "replace"))
+            except Exception as exc:
+                log.warning("status relay: %s; reconnecting in %.0f s", exc, RECHECK_SECONDS)
+                time.sleep(RECHECK_SECONDS)
 
 
 class StatusWaiters:
@@ -132,32 +174,39 @@ class StatusWaiters:
     never take every thread of the web server: the rest answer at once.
     """
 
-    def __init__(self, directory: str, capacity: int):
-        self.directory, self.capacity = directory, capacity
+    def __init__(self, directory: str, capacity: int, relay: RedisRelay | None = None):
+        self.directory, self.capacity, self.relay = directory, capacity, relay
         self.lock = threading.Lock()
         self.events: dict[int, set[threading.Event]] = {}
         self.listener: WakeListener | None = None
         self.waiting = 0
 
     def _start(self) -> None:
-        if self.listener is None:
-            try:
-                self.listener = WakeListener(self.directory, WEB)
-            except OSError as exc:
-                log.warning("result wake-ups unavailable (%s); waiting requests re-check the "
-                            "database every %.1f s", exc, RECHECK_SECONDS)
-                self.listener = False
-                return
+        if self.listener is not None:
+            return
+        try:
+            self.listener = WakeListener(self.directory, WEB)
+        except OSError as exc:
+            log.warning("result wake-ups unavailable (%s); waiting requests re-check the "
+                        "database every %.1f s", exc, RECHECK_SECONDS)
+            self.listener = False
+        else:
             threading.Thread(target=self._listen, name="status-wakeups", daemon=True).start()
+        if self.relay is not None:
+            threading.Thread(target=self.relay.listen, args=(self._deliver,),
+                             name="status-relay", daemon=True).start()
 
     def _listen(self) -> None:
         while True:
             for message in self.listener.wait(None):
-                kind, _, value = message.partition(" ")
-                if kind == "submission" and value.isdigit():
-                    with self.lock:
-                        for event in self.events.get(int(value), ()):
-                            event.set()
+                self._deliver(message)
+
+    def _deliver(self, message: str) -> None:
+        kind, _, value = message.partition(" ")
+        if kind == "submission" and value.isdigit():
+            with self.lock:
+                for event in self.events.get(int(value), ()):
+                    event.set()
 
     def wait(self, submission_id: int, changed, timeout: float) -> bool:
         """Wait up to ``timeout`` s until ``changed()`` is true; returns its last value.

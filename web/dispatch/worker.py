@@ -55,6 +55,7 @@ class GradingWorker:
         self.max_grade_seconds = float(config.get("MAX_GRADE_SECONDS") or 900.0)
         self.on_stuck = on_stuck
         self.wake_directory = wakeup.wake_dir(config["DATABASE_URL"])
+        self.relay = wakeup.RedisRelay.for_config(config)  # web hosts elsewhere learn too
         self.listener: wakeup.WakeListener | None = None
 
     # -- one job -------------------------------------------------------------------------
@@ -96,7 +97,7 @@ class GradingWorker:
     def _announce(self, claim: claims.Claim) -> None:
         """Wake web requests waiting on this submission (they re-read it from the database)."""
         try:
-            wakeup.notify_submission(self.wake_directory, claim.submission_id)
+            wakeup.notify_submission(self.wake_directory, claim.submission_id, self.relay)
         except OSError:  # waiting requests re-check by themselves soon
             log.debug("job %s: no wake-up sent", claim.job_id, exc_info=True)
 
