@@ -233,14 +233,14 @@ def test_submit_asks_the_server_to_hold_and_pauses_only_when_it_does_not(monkeyp
     assert len(pauses) == 2  # each early, unfinished answer (a server that did not hold it)
 
 
-def test_a_broker_worker_fetches_one_job_at_a_time_and_looks_often(monkeypatch, tmp_path):
+def test_an_idle_broker_worker_looks_for_work_often(monkeypatch, tmp_path):
     import dramatiq
 
     started = []
 
     class FakeWorker:
         def __init__(self, broker, queues, worker_threads, worker_timeout):
-            self.threads, self.timeout, self.queue_prefetch = worker_threads, worker_timeout, 8
+            self.threads, self.timeout, self.queue_prefetch = worker_threads, worker_timeout, 2
 
         def start(self):
             started.append((self.threads, self.timeout, self.queue_prefetch))
@@ -254,7 +254,7 @@ def test_a_broker_worker_fetches_one_job_at_a_time_and_looks_often(monkeypatch, 
     stop = threading.Event()
     stop.set()
     worker.run_dramatiq(["cpu"], stop)
-    assert started == [(1, 100, 1)]  # idle consumers wait at most 0.1 s; nothing prefetched
+    assert started == [(1, 30, 2)]  # idle consumers wait at most 30 ms; the next job prefetched
 
 
 def test_status_changes_reach_waiters_on_other_hosts_through_redis(redis_url, tmp_path,
