@@ -106,7 +106,8 @@ def submit_and_learn(server: str, token: str, code: str) -> tuple[int, float]:
     from service_throughput import http_json
 
     start = time.perf_counter()
-    sid = http_json("POST", f"{server}/api/v1/submissions", token, {"task": "sdpa", "code": code})["id"]
+    sid = http_json("POST", f"{server}/api/v1/submissions", token,
+                    {"task": "sdpa", "code": code})["id"]
     while http_json("GET", f"{server}/api/v1/submissions/{sid}?wait=60", token)["status"] \
             not in ("done", "failed"):
         pass

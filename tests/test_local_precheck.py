@@ -37,7 +37,8 @@ def _task(path: str) -> str:
 
 def _comparable(report: dict, path: str) -> list[tuple]:
     exact_messages = os.path.relpath(path, CORPUS) not in UNSEEDED_RANDOMNESS
-    return [(c["id"], c["passed"], c["points"], c["max_points"], c["message"] if exact_messages else "")
+    return [(c["id"], c["passed"], c["points"], c["max_points"],
+             c["message"] if exact_messages else "")
             if not c["id"].startswith(TIMED_CHECKS) else (c["id"], c["points"], c["max_points"])
             for c in report["checks"]]
 

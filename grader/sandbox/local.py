@@ -68,7 +68,7 @@ def _become_harness(harness, request: dict, fds: list[int]) -> None:
     _die_with_parent()
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in fds]  # above 4: no target clobbers a source
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in fds]  # above 4: no target clobbered
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     for source, target in zip(high, (3, 4, 1, 2)):  # request, response, stdout, stderr

@@ -1,8 +1,8 @@
 """Notifying workers that a job is waiting.
 
 Without a broker the workers claim from the database; ``DatabaseDispatcher`` only wakes the
-idle ones on this host at once (``wakeup``) instead of leaving them to their next re-check. With ``ATTN_GRADER_BROKER_URL=redis://...`` job ids travel through
-Dramatiq to ``attn-grader worker`` processes on any host (``DramatiqDispatcher``); the
+idle ones on this host at once (``wakeup``) instead of leaving them to their next re-check.
+With ``ATTN_GRADER_BROKER_URL=redis://...`` job ids travel through Dramatiq to ``attn-grader worker`` processes on any host (``DramatiqDispatcher``); the
 message carries only the id, and the worker claims the job with the same fenced code, so a
 duplicate or late message is harmless. ``stub://`` uses Dramatiq's in-memory StubBroker.
 """

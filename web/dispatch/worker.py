@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 EXIT_STUCK = 75  # the process exited because a grading run outlived MAX_GRADE_SECONDS
-DRAMATIQ_IDLE_MS = 30  # longest pause of an idle broker consumer between fetches (a cheap Redis call)
+DRAMATIQ_IDLE_MS = 30  # longest pause of an idle broker consumer between (cheap) fetches
 
 
 def default_worker_name() -> str:

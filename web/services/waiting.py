@@ -12,7 +12,7 @@ MAX_WAIT_SECONDS = 60.0  # longer than this and proxies start closing idle conne
 
 
 def wait_seconds(raw: str | None) -> float:
-    """The ``wait`` query parameter as seconds in [0, MAX_WAIT_SECONDS]; ValueError if not a number."""
+    """The ``wait`` parameter as seconds in [0, MAX_WAIT_SECONDS]; ValueError if not a number."""
     if raw is None or raw == "":
         return 0.0
     try:
