@@ -1,7 +1,8 @@
 """`make bench`: the quick benchmarks, one after another, each against its own baseline.
 
     python benchmarks/run_all.py            # issue 14's table, CLI, sandbox, service (about 4 minutes)
-    python benchmarks/run_all.py --full     # the table with its 150-submission burst, the
+    python benchmarks/run_all.py --full     # the table with its 150-submission burst (also on
+                                            # gunicorn + PostgreSQL + Redis), the
                                             # 200-submission burst and the load test
 
 Every script prints its own table; this runner only chooses sizes that fit a laptop and
@@ -26,7 +27,7 @@ QUICK = [
     ["service_throughput.py", "--count", "40", "--clients", "10"],
 ]
 FULL = [
-    ["grading_limits.py", "--count", "150", "--clients", "10", "--repeat", "5"],
+    ["grading_limits.py", "--count", "150", "--clients", "10", "--repeat", "5", "--scaled"],
     ["service_throughput.py", "--count", "200", "--clients", "20"],
     ["load.py", "--setup", "serve", "--students", "20", "--duration", "45"],
 ]
