@@ -161,6 +161,14 @@ class ForkServer:
         if pid == 0:
             try:
                 parent.close()
+                # Copies of the grading process's other descriptors (another sandbox's
+                # control socket, a child's pipes) would keep them open after it closes them.
+                for name in os.listdir("/proc/self/fd"):
+                    if int(name) > 2 and int(name) != child.fileno():
+                        try:
+                            os.close(int(name))
+                        except OSError:
+                            pass
                 _fork_server(child, harness)
             finally:
                 os._exit(1)
