@@ -34,7 +34,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--task", choices=sorted(FILES), default="sdpa")
-    parser.add_argument("--sandbox", choices=["auto", "strict", "none"], default="auto")
+    parser.add_argument("--sandbox", choices=["local", "auto", "strict", "none"], default="local")
     parser.add_argument("--json", dest="json_out", help="also write the numbers to this file")
     args = parser.parse_args()
 

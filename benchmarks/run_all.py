@@ -1,7 +1,9 @@
 """`make bench`: the quick benchmarks, one after another, each against its own baseline.
 
-    python benchmarks/run_all.py            # CLI, sandbox and service (about 3 minutes)
-    python benchmarks/run_all.py --full     # adds the 200-submission burst and the load test
+    python benchmarks/run_all.py            # issue 14's table, CLI, sandbox, service (about 4 minutes)
+    python benchmarks/run_all.py --full     # the table with its 150-submission burst (also on
+                                            # gunicorn + PostgreSQL + Redis), the
+                                            # 200-submission burst and the load test
 
 Every script prints its own table; this runner only chooses sizes that fit a laptop and
 stops at the first script that fails. The GPU checks (gpu_check.py, gpu_sandbox_check.py)
@@ -18,11 +20,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 QUICK = [
+    # Each row of issue 14's table as a ratio to the limits measured in the same run.
+    ["grading_limits.py", "--count", "40", "--repeat", "3"],
     ["check_cli.py", "--repeat", "3"],
     ["sandbox_latency.py", "-n", "5"],
     ["service_throughput.py", "--count", "40", "--clients", "10"],
 ]
 FULL = [
+    ["grading_limits.py", "--count", "150", "--clients", "10", "--repeat", "5", "--scaled"],
     ["service_throughput.py", "--count", "200", "--clients", "20"],
     ["load.py", "--setup", "serve", "--students", "20", "--duration", "45"],
 ]

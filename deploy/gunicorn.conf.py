@@ -16,7 +16,9 @@ import os
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")  # behind nginx/caddy with TLS
 worker_class = "gthread"
 workers = int(os.environ.get("GUNICORN_WORKERS", min(2 * multiprocessing.cpu_count() + 1, 9)))
-threads = int(os.environ.get("GUNICORN_THREADS", 8))
+# Up to ATTN_GRADER_WAITING_REQUESTS (8) threads of a process may hold a request that waits
+# for a result (?wait=, long polling); the rest keep serving pages and the API.
+threads = int(os.environ.get("GUNICORN_THREADS", 16))
 # A submission upload or a score export may take a while on a slow link; grading never
 # happens in the web process, so nothing legitimate needs more than this.
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", 60))

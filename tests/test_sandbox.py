@@ -46,7 +46,7 @@ def _expected(q, k, v):
 
 # -- levels ------------------------------------------------------------------------------
 def test_unknown_level_is_a_clear_error():
-    with pytest.raises(ValueError, match="strict, auto or none"):
+    with pytest.raises(ValueError, match="strict, auto, none or local"):
         select_backend("paranoid", Limits(), "cpu")
 
 

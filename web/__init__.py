@@ -15,6 +15,7 @@ def create_app(config: dict | None = None) -> Flask:
     from .config import load_config
     from .db import check_migrated, get_engine
     from .dispatch.broker import make_dispatcher
+    from .dispatch.wakeup import RedisRelay, StatusWaiters, wake_dir
     from .extensions import ServiceState, close_db_session, csrf, limiter, login_manager
 
     cfg = load_config(config)
@@ -26,7 +27,10 @@ def create_app(config: dict | None = None) -> Flask:
 
     engine = get_engine(cfg["DATABASE_URL"])
     check_migrated(engine)
-    app.extensions["attn_grader"] = ServiceState(engine=engine, dispatcher=make_dispatcher(cfg))
+    app.extensions["attn_grader"] = ServiceState(
+        engine=engine, dispatcher=make_dispatcher(cfg),
+        waiters=StatusWaiters(wake_dir(cfg["DATABASE_URL"]), cfg["WAITING_REQUESTS"],
+                              relay=RedisRelay.for_config(cfg)))
     app.teardown_appcontext(close_db_session)
 
     limiter.init_app(app)

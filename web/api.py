@@ -12,7 +12,7 @@ from werkzeug.exceptions import HTTPException
 
 from .auth import hash_token, user_for_token
 from .extensions import db_session, limiter, state
-from .services import courses, scores, submissions
+from .services import courses, scores, submissions, waiting
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -119,7 +119,13 @@ def create_submission():
 @bp.get("/submissions/<int:submission_id>")
 @token_required
 def show_submission(submission_id: int):
-    sub = submissions.get_submission(db_session(), g.api_user, submission_id)
+    """``?wait=S`` holds the answer up to S seconds (at most 60) until the submission is graded."""
+    try:
+        timeout = waiting.wait_seconds(request.args.get("wait"))
+    except ValueError as exc:
+        return error(str(exc), 400)
+    sub = waiting.wait_for_change(db_session(), g.api_user, submission_id, state().waiters,
+                                  timeout=timeout)
     if sub is None:
         return error(f"no submission {submission_id}", 404)
     return jsonify(submissions.submission_view(sub, g.api_user))

@@ -67,7 +67,9 @@ def _sandbox_preflight(config: dict) -> None:
 @click.option("--port", default=5000, show_default=True, type=int)
 @click.option("--workers", type=int, default=None,
               help="grading worker processes [default: ATTN_GRADER_WORKERS or 2]")
-@click.option("--threads", default=8, show_default=True, help="web server threads")
+@click.option("--threads", default=16, show_default=True,
+              help="web server threads (up to ATTN_GRADER_WAITING_REQUESTS of them may hold "
+                   "a request waiting for a result)")
 @click.option("--demo/--no-demo", default=None, help="seed demo accounts into an empty database")
 def serve(host, port, workers, threads, demo):
     """Start the web server and grading workers (http://127.0.0.1:5000)."""

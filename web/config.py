@@ -40,7 +40,12 @@ SETTINGS: dict[str, tuple[type, object, str]] = {
     "MAX_GRADE_SECONDS": (float, 900.0, "a grading run longer than this is presumed stuck: "
                           "the job goes to another worker, the process restarts"),
     "RECONCILE_SECONDS": (float, 10.0, "how often the reconciler runs inside serve/worker"),
-    "POLL_SECONDS": (float, 0.3, "idle sleep of a database-polling worker"),
+    "POLL_SECONDS": (float, 2.0, "a database-polling worker's fallback re-check while idle "
+                     "(new jobs wake it at once)"),
+    "TORCH_THREADS": (int, 0, "torch threads per grading worker; 0: the worker's share of the "
+                      "cores this process may use (sched_getaffinity / workers on the host)"),
+    "WAITING_REQUESTS": (int, 8, "requests per web process that may wait for a result at once "
+                         "(?wait=); each holds a server thread, the rest answer at once"),
     "WORKERS": (int, 2, "grading worker processes started by `serve`"),
     "PAGES": (bool, True, "serve the HTML pages (false: the JSON API only)"),
     "SEED_DEMO": (bool, True, "`serve` creates a demo course, instructor and student when empty"),

@@ -31,6 +31,7 @@ class ServiceState:
     """What the app holds between requests, at ``app.extensions["attn_grader"]``."""
     engine: Engine
     dispatcher: object  # web.dispatch.broker.Dispatcher
+    waiters: object = None  # web.dispatch.wakeup.StatusWaiters: requests waiting for a result
 
 
 def state() -> ServiceState:

@@ -4,6 +4,8 @@
 - ``auto``: the strongest layer this host offers; a plain subprocess with rlimits
   where nothing stronger exists, with a warning.
 - ``strict``: every layer or nothing: refuses with a message naming what is missing.
+- ``local``: the student's own pre-check: children forked from a warm process, no
+  isolation (see ``local``); never accepted by the service.
 """
 from __future__ import annotations
 
@@ -201,8 +203,11 @@ class PlainBackend:
 
 def select_backend(level: str, limits: Limits, device: str):
     """The backend for ``level``; ``strict`` raises :class:`SandboxUnavailable` naming what is missing."""
-    if level not in ("strict", "auto", "none"):
-        raise ValueError(f"unknown sandbox level {level!r} (choose strict, auto or none)")
+    if level not in ("strict", "auto", "none", "local"):
+        raise ValueError(f"unknown sandbox level {level!r} (choose strict, auto, none or local)")
+    if level == "local":
+        from .local import LocalBackend
+        return LocalBackend(limits, device)
     if level == "none":
         return PlainBackend(limits, device, apply_rlimits=False,
                             warnings=["sandbox disabled (--sandbox none): the submission runs unconfined"])

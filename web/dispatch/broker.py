@@ -1,9 +1,9 @@
 """Notifying workers that a job is waiting.
 
-Without a broker the workers poll the database, so there is nothing to send
-(``DatabaseDispatcher``). With ``ATTN_GRADER_BROKER_URL=redis://...`` (or ``amqp://...`` for
-RabbitMQ) job ids travel through
-Dramatiq to ``attn-grader worker`` processes on any host (``DramatiqDispatcher``); the
+Without a broker the workers claim from the database; ``DatabaseDispatcher`` only wakes the
+idle ones on this host at once (``wakeup``) instead of leaving them to their next re-check.
+With ``ATTN_GRADER_BROKER_URL=redis://...`` (or ``amqp://...`` for RabbitMQ) job ids travel
+through Dramatiq to ``attn-grader worker`` processes on any host (``DramatiqDispatcher``); the
 message carries only the id, and the worker claims the job with the same fenced code, so a
 duplicate or late message is harmless. ``stub://`` uses Dramatiq's in-memory StubBroker.
 """
@@ -21,11 +21,17 @@ ACTOR_OPTIONS = {"max_retries": 0, "time_limit": 3_600_000}
 
 
 class DatabaseDispatcher:
-    """Workers claim from the database by themselves; notifying is a no-op."""
+    """Workers claim from the database by themselves; notifying wakes this host's idle ones."""
     kind = "database"
 
+    def __init__(self, wake_directory: str | None = None):
+        self.wake_directory = wake_directory
+
     def notify(self, jobs) -> None:
-        return None
+        if self.wake_directory and jobs:
+            from .wakeup import JOB_MESSAGE, WORKER, notify
+
+            notify(self.wake_directory, WORKER, JOB_MESSAGE)
 
 
 class DramatiqDispatcher:
@@ -92,7 +98,9 @@ def make_dispatcher(config: dict):
     """The dispatcher for ``config`` (one per broker URL per process)."""
     url = config.get("BROKER_URL")
     if not url:
-        return DatabaseDispatcher()
+        from .wakeup import wake_dir
+
+        return DatabaseDispatcher(wake_dir(config["DATABASE_URL"]))
     key = (url, config.get("BROKER_NAMESPACE"))
     if key not in _dispatchers:
         _dispatchers[key] = DramatiqDispatcher(make_broker(url, config.get("BROKER_NAMESPACE")))

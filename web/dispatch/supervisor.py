@@ -18,6 +18,7 @@ from ..db import get_engine
 from ..lti.passback import send_due
 from .broker import make_dispatcher
 from .reconciler import reconcile
+from .threads import thread_environment, threads_per_worker
 
 log = logging.getLogger(__name__)
 
@@ -43,17 +44,22 @@ class Supervisor:
         self.config, self.specs = config, specs
         self.reconcile_jobs = reconcile_jobs
         self.procs: dict[str, subprocess.Popen] = {}
+        # Every worker of this host shares its cores: each gets its share, so they never
+        # oversubscribe them (the web server's threads mostly wait on I/O).
+        self.torch_threads = threads_per_worker(int(config.get("TORCH_THREADS") or 0),
+                                                len(specs))
         self.stop_event = threading.Event()
         self._threads: list[threading.Thread] = []
 
     def _spawn(self, spec: WorkerSpec) -> subprocess.Popen:
-        env = {**os.environ, **spec.env}
+        env = {**os.environ, **thread_environment(self.torch_threads), **spec.env}
         # The child reads the same settings from its environment.
         for key in ("DATABASE_URL", "SECRET_KEY", "BROKER_URL", "INSTANCE_PATH", "SANDBOX",
                     "GRADE_FUNCTION", "LEASE_SECONDS", "POLL_SECONDS", "BROKER_NAMESPACE",
                     "MAX_GRADE_SECONDS"):
             if self.config.get(key) is not None:
                 env["ATTN_GRADER_" + key] = str(self.config[key])
+        env["ATTN_GRADER_TORCH_THREADS"] = str(self.torch_threads)
         return subprocess.Popen(
             [sys.executable, "-m", "web.dispatch.worker", "--queues", spec.queues,
              "--name", spec.name, "--parent-pid", str(os.getpid())], env=env)

@@ -1,8 +1,11 @@
 """A grading worker: claim a job, grade it while renewing the lease, store the result fenced.
 
 Run as a process: ``python -m web.dispatch.worker --queues cpu`` (``serve`` and
-``attn-grader worker`` start these). Without a broker it polls the database; with one it
-consumes Dramatiq messages carrying job ids. Either way the claim/fence code is the same.
+``attn-grader worker`` start these). Without a broker it claims from the database, woken at
+once by a datagram when a job is queued on this host (``wakeup``) and re-checking every
+``POLL_SECONDS`` otherwise; with one it consumes Dramatiq messages carrying job ids. Either
+way the claim/fence code is the same, and each status change (claimed, stored) wakes the
+web requests waiting for that submission.
 
 A student program that crashes, times out or runs out of memory comes back from the grader
 as a report (a result). Only an exception from the grading machinery itself releases the job
@@ -25,12 +28,15 @@ from ..db import check_migrated, get_engine
 from ..services.grading import grading_seed, load_grade_function, report_to_dict
 from ..observability import configure_logging, log_context
 from . import claim as claims
+from . import wakeup
+from .threads import apply_threads, threads_per_worker
 
 log = logging.getLogger(__name__)
 
 
 EXIT_STUCK = 75  # the process exited because a grading run outlived MAX_GRADE_SECONDS
 QUIZ_GRADE_FUNCTION = "web.services.quiz_grading:grade_code_try"
+DRAMATIQ_IDLE_MS = 30  # longest pause of an idle broker consumer between (cheap) fetches
 
 
 def default_worker_name() -> str:
@@ -52,6 +58,9 @@ class GradingWorker:
         # it, and ``on_stuck(claim)`` runs (the worker process exits, to be restarted).
         self.max_grade_seconds = float(config.get("MAX_GRADE_SECONDS") or 900.0)
         self.on_stuck = on_stuck
+        self.wake_directory = wakeup.wake_dir(config["DATABASE_URL"])
+        self.relay = wakeup.RedisRelay.for_config(config)  # web hosts elsewhere learn too
+        self.listener: wakeup.WakeListener | None = None
 
     # -- one job -------------------------------------------------------------------------
     def process(self, claim: claims.Claim) -> str:
@@ -59,7 +68,9 @@ class GradingWorker:
         with log_context(job_id=claim.job_id, submission_id=claim.submission_id,
                          attempt=claim.attempt, worker=self.name, queue=claim.queue):
             started = time.monotonic()
+            self._announce(claim)  # "running"
             outcome = self._grade_and_store(claim)
+            self._announce(claim)  # "done", or queued again / failed
             log.info("job %s attempt %s: %s", claim.job_id, claim.attempt, outcome,
                      extra={"outcome": outcome, "seconds": round(time.monotonic() - started, 3)})
             return outcome
@@ -93,6 +104,13 @@ class GradingWorker:
                     claim.attempt)
         return "stale"
 
+    def _announce(self, claim: claims.Claim) -> None:
+        """Wake web requests waiting on this submission (they re-read it from the database)."""
+        try:
+            wakeup.notify_submission(self.wake_directory, claim.submission_id, self.relay)
+        except OSError:  # waiting requests re-check by themselves soon
+            log.debug("job %s: no wake-up sent", claim.job_id, exc_info=True)
+
     def _renew(self, claim: claims.Claim, stop: threading.Event) -> None:
         deadline = time.monotonic() + self.max_grade_seconds
         while not stop.wait(max(0.01, min(self.lease_seconds / 3, deadline - time.monotonic()))):
@@ -124,14 +142,36 @@ class GradingWorker:
 
     def run_polling(self, queues, stop: threading.Event) -> None:
         idle = float(self.config["POLL_SECONDS"])
-        while not stop.is_set():
+        try:
+            self.listener = wakeup.WakeListener(self.wake_directory, wakeup.WORKER)
+        except OSError as exc:
+            log.warning("worker %s: no wake-ups (%s); re-checking every %s s", self.name, exc,
+                        idle)
+        try:
+            while not stop.is_set():
+                try:
+                    outcome = self.run_once(queues)
+                except Exception:  # database unavailable: wait and retry, never exit
+                    log.exception("worker %s: claim failed", self.name)
+                    outcome = None
+                if outcome is None and not stop.is_set():
+                    if self.listener is not None:
+                        self.listener.wait(idle)  # a queued job (or stop) wakes it at once
+                    else:
+                        stop.wait(idle)
+        finally:
+            if self.listener is not None:
+                self.listener.close()
+                self.listener = None
+
+    def wake(self) -> None:
+        """Interrupt an idle wait (called from a signal handler after setting ``stop``)."""
+        listener = self.listener
+        if listener is not None:
             try:
-                outcome = self.run_once(queues)
-            except Exception:  # database unavailable: wait and retry, never exit
-                log.exception("worker %s: claim failed", self.name)
-                outcome = None
-            if outcome is None:
-                stop.wait(idle)
+                listener.poke()
+            except OSError:
+                pass
 
     # -- broker mode -----------------------------------------------------------------------
     def handle_message(self, job_id: int) -> str | None:
@@ -145,7 +185,13 @@ class GradingWorker:
 
         dispatcher = make_dispatcher(self.config)
         set_job_handler(self.handle_message)
-        worker = dramatiq.Worker(dispatcher.broker, queues=set(queues), worker_threads=1)
+        # An idle Redis consumer sleeps between fetches, backing off up to worker_timeout
+        # (1 s by default): a job queued on an idle service waited for that. It also sleeps
+        # so while its prefetch is full, which is why the prefetch stays at two: the next
+        # job is then already here when one ends (measured: one job at a time lost a fifth
+        # of a burst's throughput to those sleeps).
+        worker = dramatiq.Worker(dispatcher.broker, queues=set(queues), worker_threads=1,
+                                 worker_timeout=DRAMATIQ_IDLE_MS)
         worker.start()
         try:
             stop.wait()
@@ -153,13 +199,14 @@ class GradingWorker:
             worker.stop()
 
 
-def _watch_parent(parent: int, stop: threading.Event) -> None:
+def _watch_parent(parent: int, stop: threading.Event, wake=lambda: None) -> None:
     """A supervisor killed with SIGKILL cannot stop its workers; they notice and leave."""
     while os.getppid() == parent:
         if stop.wait(1.0):
             return
     log.warning("the supervising process %s is gone; stopping", parent)
     stop.set()
+    wake()
 
 
 def main(argv=None) -> int:
@@ -175,6 +222,8 @@ def main(argv=None) -> int:
     configure_logging("INFO")
     logging.getLogger("alembic").setLevel(logging.WARNING)
     config = load_config()
+    # Before the grade function imports torch; a worker started by hand counts as alone.
+    apply_threads(threads_per_worker(config["TORCH_THREADS"], workers=1))
     engine = get_engine(config["DATABASE_URL"])
     check_migrated(engine)
     # A stuck grading run cannot be interrupted from Python: exit, and the supervisor
@@ -184,10 +233,16 @@ def main(argv=None) -> int:
     queues = [q.strip() for q in args.queues.split(",") if q.strip()]
 
     stop = threading.Event()
+
+    def request_stop(*_):  # finish the current job, then exit
+        stop.set()
+        worker.wake()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())  # finish the current job, then exit
+        signal.signal(sig, request_stop)
     if args.parent_pid:
-        threading.Thread(target=_watch_parent, args=(args.parent_pid, stop), daemon=True).start()
+        threading.Thread(target=_watch_parent, args=(args.parent_pid, stop, worker.wake),
+                         daemon=True).start()
     mode = "dramatiq" if config.get("BROKER_URL") else "database"
     log.info("worker %s consuming %s (%s)", worker.name, ",".join(queues), mode)
     if mode == "dramatiq":

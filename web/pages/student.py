@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redirect,
-                   render_template, url_for)
+                   render_template, request, url_for)
 from flask_login import current_user, login_required
 
 from ..extensions import state
-from ..services import courses, progress, submissions
+from ..services import courses, progress, submissions, waiting
 from . import charts
 from .forms import ActionForm, SubmissionForm
 from .helpers import code_diff, db, pygments_css, render_markdown
@@ -118,7 +118,15 @@ def submission(submission_id: int):
 @bp.get("/submissions/<int:submission_id>/status.json")
 @login_required
 def submission_status(submission_id: int):
+    """``?wait=S&seen=STATUS`` answers once the status is no longer STATUS (or after S s)."""
     sub = _own_submission(submission_id)
+    try:
+        timeout = waiting.wait_seconds(request.args.get("wait"))
+    except ValueError as exc:
+        abort(400, str(exc))
+    if timeout and sub.status not in waiting.FINAL:
+        sub = waiting.wait_for_change(db(), current_user, sub.id, state().waiters,
+                                      timeout=timeout, seen=request.args.get("seen"))
     job = sub.job
     return jsonify(id=sub.id, status=sub.status, score=sub.score, max_score=sub.max_score,
                    finished=sub.status in ("done", "failed"),

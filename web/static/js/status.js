@@ -1,13 +1,15 @@
-// Polls the submission's status and reloads the page once it is graded.
-// Without JavaScript a <noscript> meta refresh does the same every 3 s.
+// Waits for the submission's status to change and reloads the page once it is graded.
+// Each request is a long poll: the server answers as soon as the status changes (the grading
+// worker wakes it), or after 25 s with the status unchanged, and the next one starts at once.
+// Without JavaScript a <noscript> meta refresh reloads the page every 3 s instead.
 (function () {
   "use strict";
   var box = document.getElementById("result");
   if (!box || !window.fetch) return;
   var url = box.getAttribute("data-status-url");
   var shown = box.getAttribute("data-status");
-  var delay = 700;
   var order = ["queued", "running", "done"];
+  var failures = 0;
 
   function mark(status) {
     var steps = box.querySelectorAll(".steps li");
@@ -23,15 +25,21 @@
   }
 
   function poll() {
-    fetch(url, {credentials: "same-origin", headers: {"Accept": "application/json"}})
+    var started = Date.now();
+    var query = "?wait=25&seen=" + encodeURIComponent(shown);
+    fetch(url + query, {credentials: "same-origin", headers: {"Accept": "application/json"}})
       .then(function (r) { return r.ok ? r.json() : Promise.reject(r.status); })
       .then(function (data) {
+        failures = 0;
         if (data.finished) { window.location.reload(); return; }
         if (data.status !== shown) { shown = data.status; mark(shown); }
-        delay = Math.min(delay * 1.3, 3000);
-        setTimeout(poll, delay);
+        // A server too busy to hold the request answers at once: then wait a little.
+        setTimeout(poll, Date.now() - started < 500 ? 1000 : 0);
       })
-      .catch(function () { setTimeout(poll, 5000); });
+      .catch(function () {
+        failures += 1;
+        setTimeout(poll, Math.min(1000 * failures, 5000));
+      });
   }
-  setTimeout(poll, delay);
+  poll();
 })();
