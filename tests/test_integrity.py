@@ -5,7 +5,7 @@ Each file in tests/integrity/ names its attack, its task and what it must get (`
 failing ``forbidden`` check; ``protocol`` (a forged answer) gets a report, never an exception,
 with a protocol failure where the forgery reached the channel; ``notattention`` gets at most the
 load and forbidden points; ``inputs``/``scale`` fail that family; ``any`` only must not break the
-grader. Every file is graded at two sandbox levels: ``none``, where the harness is the child's
+grader. Every file is graded at three sandbox levels: ``none``, where the harness is the child's
 ``__main__`` and easy to patch (so the parent's own checks are what stops it), and ``auto``.
 """
 import glob
@@ -26,7 +26,7 @@ from grader.sandbox import answers, wire
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ATTACKS = sorted(glob.glob(os.path.join(HERE, "integrity", "*.py")))
-LEVELS = ("none", "auto")
+LEVELS = ("none", "local", "auto")
 LOAD_POINTS = 5
 
 
