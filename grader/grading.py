@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from . import GRADER_VERSION
 from .checks.base import Context, Fail, StudentFailure, clean_traceback
+from .source import parse_python
 from .causes import charge_once, summary
 from .checks.forbidden import fresh_samples
 from .sandbox import Session
@@ -184,7 +185,7 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
             return fail_load("load.source", f"the file is not valid UTF-8 text (byte {exc.start} cannot be "
                                             f"decoded): save it as UTF-8")
     try:
-        ast.parse(source)
+        parse_python(source)
     except SyntaxError as exc:
         return fail_load("load.source", f"Python cannot parse your file: {exc.msg} (line {exc.lineno})",
                          {"line": exc.lineno, "offset": exc.offset, "text": (exc.text or "").rstrip()[:200]})

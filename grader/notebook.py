@@ -17,6 +17,8 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from .source import parse_python
+
 NOTEBOOK_SUFFIX = ".ipynb"
 SCRIPT_FILENAME = "submission.py"  # the name the sandbox gives the script (its tracebacks say so)
 MARKER = re.compile(r"^# %% \[cell (\d+)\]$")
@@ -40,7 +42,7 @@ def _snippet(line: str) -> str:
 def _magic_problem(number: int, source: str) -> str | None:
     """Why cell ``number`` cannot run as plain Python, if the reason is a magic or shell line."""
     try:
-        ast.parse(source)
+        parse_python(source)
         return None  # valid Python: a '%' or '!' in it is an operator or inside a string
     except (SyntaxError, ValueError):
         pass
@@ -122,7 +124,7 @@ class CellMap:
     def defining_cell(self, script: str, function: str) -> int | None:
         """The cell whose top-level ``def function`` the grader calls (the last one wins)."""
         try:
-            tree = ast.parse(script)
+            tree = parse_python(script)
         except (SyntaxError, ValueError):
             return None
         lines = [node.lineno for node in tree.body

@@ -21,6 +21,7 @@ import ast
 
 import torch
 
+from ..source import parse_python
 from .base import Fail, StudentFailure
 
 # Names whose use means "let torch (or the grader) do the attention".
@@ -80,7 +81,7 @@ def _has_fragment(text: str) -> str | None:
 
 def scan_source(source: str) -> list[dict]:
     """Findings as {line, what}; empty for a clean file. The source must parse."""
-    tree = ast.parse(source)
+    tree = parse_python(source)
     imported: set[str] = set()
     findings: list[dict] = []
 
