@@ -139,3 +139,36 @@ def test_the_page_shows_the_cause_and_how_a_late_penalty_made_the_score(env, ada
     page = ada.get(response.location).get_data(as_text=True)
     assert "1 bug found: you do not scale the scores" in page
     assert "late penalty of 25 %" in page and "The grader gave 90 / 100" in page and "67.5 / 100" in page
+
+
+def test_an_instructor_sets_points_per_family_and_scores_follow(env, ada, prof):  # noqa: F811
+    from web.models import Assignment, Submission
+
+    base = {"title": "SDPA", "visible": "y", "late_policy": "reject", "feedback": "full"}
+    page = prof.get("/instructor/assignments/sdpa/settings").get_data(as_text=True)
+    assert "The task&#39;s own split is load=5 forbidden=5 output=20" in page
+    bad = prof.post("/instructor/assignments/sdpa/settings", data={**base, "family_points": "output=50 speed=5"})
+    text = bad.get_data(as_text=True)
+    assert "&#39;speed&#39; is not a scored check family of this task" in text
+    bad = prof.post("/instructor/assignments/sdpa/settings", data={**base, "family_points": "output=50"})
+    assert "give every family its points (missing: load, forbidden" in bad.get_data(as_text=True)
+    points = "load=0 forbidden=0 output=50 dtype=0 scale=50 weights=0 mask=0 causal=0 stability=0 batch=0 " \
+             "grad=0 inputs=0"
+    assert prof.post("/instructor/assignments/sdpa/settings", data={**base, "family_points": points}).status_code == 302
+    with db_session(env) as session:
+        assert session.query(Assignment).filter_by(slug="sdpa").one().family_points["scale"] == 50.0
+
+    def graded(code, task_id, **_):
+        return grade_source(_read(NO_SCALE), "sdpa", seed=2, sandbox="auto")
+
+    response = ada.post("/tasks/sdpa", data={"code": _read(NO_SCALE)})
+    grade_queued(env, grade_fn=graded)
+    with db_session(env) as session:
+        sub = session.query(Submission).order_by(Submission.id.desc()).first()
+        # output: every check a knock-on of the missing scale (full 50); scale: scale.default's 10 of 15 lost
+        assert (sub.score, sub.max_score) == (pytest.approx(50 + 50 * 5 / 15), 100.0)
+    page = ada.get(response.location).get_data(as_text=True)
+    assert "points per check family: output 50, scale 50" in page
+    assert prof.post("/instructor/assignments/sdpa/settings", data={**base, "family_points": ""}).status_code == 302
+    with db_session(env) as session:
+        assert session.query(Assignment).filter_by(slug="sdpa").one().family_points is None

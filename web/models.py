@@ -148,6 +148,8 @@ class Assignment(Base):
     answer_policy: Mapped[str] = mapped_column(String(20), default="single_try",
                                                server_default="single_try")
     try_penalty: Mapped[float] = mapped_column(Float, default=1 / 3, server_default="0.3333333333")
+    # {family: points} set by the instructor (web/services/family_points.py); None: the task's own
+    family_points: Mapped[dict | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
     course: Mapped[Course] = relationship(back_populates="assignments")

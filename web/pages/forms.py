@@ -168,6 +168,8 @@ class AssignmentSettingsForm(FlaskForm):
         ("full", "every check and its diagnosis, at once"),
         ("score", "only the score"),
         ("after_deadline", "the score before the deadline, every check after it")]))
+    family_points = StringField("Points per check family", validators=[Length(max=500)],
+                                render_kw={"placeholder": "empty: the task's own split"})
     question_ids = MultiCheckboxField("Questions in this quiz", choices=[])
     answer_policy = SelectField("How questions may be answered", choices=options([
         ("single_try", "one try per question, feedback (and worked solution) after it"),

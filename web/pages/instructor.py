@@ -9,6 +9,7 @@ from ..models import QuizAnswer, Submission
 from ..services import analytics, courses, gradebook, quizzes, review
 from ..services.submissions import SubmissionRejected, submission_view
 from . import charts
+from ..services import family_points
 from .forms import (ActionForm, AssignmentSettingsForm, ManualGradeForm, OverrideScoreForm,
                     options)
 from .helpers import db, highlight_python, instructor_required
@@ -127,14 +128,27 @@ def settings(slug: str):
             form.question_ids.data = list(item.question_ids or [])
     else:
         del form.question_ids, form.answer_policy, form.try_penalty
-    if form.validate_on_submit():
-        data = {name: field.data for name, field in form._fields.items()}
+        if not form.is_submitted():
+            form.family_points.data = family_points.format_points(item.family_points)
+    if item.kind == "quiz":
+        del form.family_points
+    valid = form.validate_on_submit()
+    if valid and item.kind == "task":
+        try:
+            item.family_points = family_points.parse(form.family_points.data, item.task_id)
+        except ValueError as exc:
+            form.family_points.errors = list(form.family_points.errors) + [str(exc)]
+            valid = False
+    if valid:
+        data = {name: field.data for name, field in form._fields.items() if name != "family_points"}
         review.apply_settings(item, data)
         db().commit()
         flash(f"Settings of {item.title} saved.", "success")
         return redirect(url_for("instructor.settings", slug=slug))
     missing = [qid for qid in (item.question_ids or []) if qid not in bank]
-    return render_template("instructor/settings.html", assignment=item, form=form, missing=missing)
+    own = family_points.format_points(family_points.task_families(item.task_id)) if item.kind == "task" else ""
+    return render_template("instructor/settings.html", assignment=item, form=form, missing=missing,
+                           own_points=own)
 
 
 @bp.route("/submissions/<int:submission_id>", methods=["GET"])

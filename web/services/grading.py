@@ -75,6 +75,7 @@ def record_result(session: Session, submission: Submission, report, *, kind: str
                   now=None) -> Result:
     """Add a Result with one CheckResult per check; the submission mirrors it as current."""
     data = report_to_dict(report)
+    family_points = submission.assignment.family_points  # read before the Result joins the session
     result = Result(
         submission=submission, kind=kind, job_attempt=job_attempt, worker=worker,
         score=float(data.get("score") or 0.0), max_score=float(data.get("max_score") or 0.0),
@@ -88,6 +89,9 @@ def record_result(session: Session, submission: Submission, report, *, kind: str
             passed=bool(check.get("passed")), points=float(check.get("points") or 0.0),
             max_points=float(check.get("max_points") or 0.0),
             message=str(check.get("message") or ""), details=check.get("details")))
+    if family_points:  # the instructor's points per family, applied to the grader's verdicts
+        from .family_points import reweighted
+        result.score, result.max_score = reweighted(data, family_points)
     session.add(result)
     submission.status = "done"
     submission.score = effective_score(submission, result.score)

@@ -211,8 +211,9 @@ def submission_view(submission: Submission, viewer: User, now: datetime | None =
     scoring = None
     if result is not None and report.get("score") is not None:
         penalty = assignment.late_penalty if submission.late and assignment.late_policy == "penalty" else 0.0
-        scoring = {"grader_score": report.get("score"), "max_score": report.get("max_score"),
-                   "late_penalty": penalty, "score": submission.score}
+        scoring = {"grader_score": result.score, "max_score": result.max_score,
+                   "late_penalty": penalty, "score": submission.score,
+                   "family_points": assignment.family_points}
     return {
         "id": submission.id, "task": submission.task_id,
         "assignment": submission.assignment.slug, "status": submission.status,

@@ -1,0 +1,22 @@
+"""Points per check family, per assignment.
+
+Revision ID: 0005
+Revises: 0004
+"""
+import sqlalchemy as sa
+from alembic import op
+
+revision = '0005'
+down_revision = '0004'
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("assignments") as batch:
+        batch.add_column(sa.Column("family_points", sa.JSON(), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("assignments") as batch:
+        batch.drop_column("family_points")
