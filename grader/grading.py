@@ -18,7 +18,7 @@ from . import GRADER_VERSION
 from .checks.base import Context, Fail, StudentFailure, clean_traceback
 from .checks.forbidden import fresh_samples
 from .sandbox import Session
-from .tasks import TASKS
+from .tasks import registry
 
 CHECK_SECONDS = 8.0   # per-check wall budget; one slow check fails alone
 DETAILS_LIMIT = 20_000  # bytes of JSON per check's details
@@ -131,16 +131,17 @@ def _signature_problem(task, params) -> str | None:
 
 def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "auto", device: str = "cpu",
                  limits=None, progress=None) -> GradeReport:
-    """Grade ``source`` (the text or bytes of one .py file) for ``task`` ('sdpa' or 'mha').
+    """Grade ``source`` (the text or bytes of one .py file) for ``task`` (a registered task id).
 
     ``seed=None`` draws a secret seed (the server); a given seed is public and is echoed in the
     report as ``seed_public``. ``progress(check_id, done, total)`` is called before each check.
     Raises ``SandboxUnavailable`` for ``sandbox="strict"`` where isolation is missing, and
     ``ValueError`` for an unknown task or sandbox level.
     """
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(sorted(TASKS))}")
-    t = TASKS[task]
+    tasks = registry()
+    if task not in tasks:
+        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(tasks)}")
+    t = tasks[task]
     started = time.monotonic()
     report = GradeReport(task=task, checks=[], seed_public=seed)
     max_points = _max_points(t)
@@ -201,7 +202,7 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
             return _finish(report, session, fail_load("load.signature", problem, {"parameters": loaded.params}))
         add("load.signature", True, "the signature accepts every argument the task passes")
         _run_checks(report, session, t, secret, device, add, progress, total)
-        if task == "sdpa" and str(device).startswith("cuda"):
+        if t.gpu_suite and str(device).startswith("cuda"):
             add_gpu_suite(report, session, device, secret)
         _finish(report, session, report)
     report.timings["total_s"] = round(time.monotonic() - started, 3)

@@ -116,7 +116,7 @@ class Context:
                [(k, v) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
         echo = sum(t.numel() for _, t in sent) <= ECHO_LIMIT
         result = self.session.call(*args, grad_output=grad_output, wrt=wrt, trace=True,
-                                   timeout=limit, echo=echo, **kwargs)
+                                   timeout=limit, echo=echo, outputs=self.task.outputs, **kwargs)
         self.calls += 1
         self.ops.update(result.ops)
         self.blocked.update(result.blocked)
@@ -151,6 +151,31 @@ class Context:
             raise Fail(f"your output has dtype {out.dtype}, expected a floating-point tensor")
         self.tensor_calls += 1
         return out
+
+    def tuple_out(self, result, shapes: list, names: tuple, what: str = "") -> tuple:
+        """The call's tuple of outputs (one per name, of ``shapes``), or a Fail naming what is wrong."""
+        got = result.output
+        want = len(shapes)
+        if not isinstance(got, tuple):
+            if isinstance(got, torch.Tensor):
+                raise Fail(f"your function returned one tensor; return the tuple ({', '.join(names)})",
+                           {"output_type": result.output_type})
+            kind = {"builtins.NoneType": "None"}.get(result.output_type, result.output_type or "nothing")
+            hint = " (did you forget a return statement?)" if kind == "None" else ""
+            raise Fail(f"your function returned {kind} instead of a tuple of {want} tensors "
+                       f"({', '.join(names)}){hint}", {"output_type": kind})
+        if len(got) != want:
+            raise Fail(f"your function returned {len(got)} tensors; return exactly {want}: ({', '.join(names)})",
+                       {"output_count": len(got)})
+        for name, out, shape in zip(names, got, shapes):
+            if tuple(out.shape) != tuple(shape):
+                raise Fail(f"your {name} has shape {tuple(out.shape)} but {tuple(shape)} was expected"
+                           f"{' for ' + what if what else ''}", {"output": name, "output_shape": list(out.shape),
+                                                                  "expected_shape": list(shape)})
+            if not out.is_floating_point():
+                raise Fail(f"your {name} has dtype {out.dtype}, expected a floating-point tensor")
+        self.tensor_calls += 1
+        return got
 
 
 ECHO_LIMIT = 1 << 18  # inputs of up to this many elements come back for the in-place check

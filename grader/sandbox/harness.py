@@ -148,6 +148,9 @@ def load(req: dict) -> dict:
     return {"ok": True, "params": params}
 
 
+MAX_OUTPUTS = 8  # tensors in a tuple output (the parent refuses more)
+
+
 def _tensors_in(args, kwargs):
     items = [(f"arg{i}", a) for i, a in enumerate(args)] + list(kwargs.items())
     return [(name, t) for name, t in items if isinstance(t, torch.Tensor)]
@@ -183,6 +186,12 @@ def call(req: dict) -> dict:
         resp["output"] = out.detach().as_subclass(torch.Tensor)
         resp["output_device"] = str(out.device)
         resp["requires_grad"] = bool(out.requires_grad)
+    elif (req.get("outputs", 1) > 1 and isinstance(out, (tuple, list)) and 0 < len(out) <= MAX_OUTPUTS
+          and all(isinstance(t, torch.Tensor) for t in out)):
+        # A task whose function returns several tensors (e.g. dQ, dK, dV): sent as a list.
+        resp["output"] = [t.detach().as_subclass(torch.Tensor) for t in out]
+        resp["output_device"] = str(out[0].device)
+        resp["requires_grad"] = any(t.requires_grad for t in out)
     mutated = []
     for (name, old), (_, new) in zip(before, _tensors_in(args, kwargs)):
         if old.shape != new.shape or old.dtype != new.dtype or not _EQUAL(old, new.detach()):

@@ -34,7 +34,7 @@ class StudentError:
 @dataclass
 class CallResult:
     ok: bool
-    output: torch.Tensor | None = None
+    output: torch.Tensor | tuple | None = None   # a tuple of tensors only when the call asked for it
     output_type: str = ""
     output_device: str = ""
     requires_grad: bool = False
@@ -192,11 +192,13 @@ class Session:
         return self.last_load
 
     def call(self, *args, grad_output: torch.Tensor | None = None, wrt: tuple = (),
-             trace: bool = False, timeout: float | None = None, echo: bool = False, **kwargs) -> CallResult:
+             trace: bool = False, timeout: float | None = None, echo: bool = False, outputs: int = 1,
+             **kwargs) -> CallResult:
         """Run the student's function on ``args``/``kwargs`` (and backward, when ``wrt`` is given).
 
         ``wrt`` lists the positional argument indices to differentiate with respect to;
-        ``echo`` asks for the inputs back as they are after the call (``inputs_after``).
+        ``echo`` asks for the inputs back as they are after the call (``inputs_after``);
+        ``outputs`` > 1 lets a tuple of tensors come back (``output`` is then a tuple).
         """
         spent = self._out_of_time()
         if spent:
@@ -208,12 +210,14 @@ class Session:
         args, wrt = list(args), list(wrt)
         request = {"op": "call", "args": args, "kwargs": kwargs, "device": self.device,
                    "wrt": wrt, "grad_output": grad_output, "trace": trace, "echo": echo}
+        if outputs > 1:  # only then: a one-output task's request is exactly what it always was
+            request["outputs"] = outputs
         started = time.perf_counter()
         answer = self._exchange(request, self._deadline(timeout), answers.byte_budget(args, kwargs))
         wall = time.perf_counter() - started
         if not isinstance(answer, StudentError):
             try:
-                answer = answers.check_call(answer, args, kwargs, wrt, echo)
+                answer = answers.check_call(answer, args, kwargs, wrt, echo, outputs)
             except answers.ProtocolViolation as exc:
                 answer = self._violation(str(exc))
         if isinstance(answer, StudentError):
