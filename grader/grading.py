@@ -181,7 +181,7 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         return fail_load("load.source", f"Python cannot parse your file: {exc}")
     add("load.source", True, "valid UTF-8 Python")
 
-    with Session(source, t.function, level=sandbox, limits=limits, device=device) as session:
+    with Session(source, t.function, level=sandbox, limits=limits, device=device, block=t.block) as session:
         report.sandbox, report.warnings = session.level, list(session.warnings)
         if progress:
             progress("load.import", 1, total)

@@ -116,6 +116,8 @@ def _import_from_memory(path: str, source: bytes):
 def load(req: dict) -> dict:
     STATE["path"] = req["path"]
     disarm.disarm()  # before any student code: torch's own attention raises from here on
+    if "autograd" in (req.get("block") or ()):  # the task is a hand-written backward
+        disarm.block_autograd()
     if not any(isinstance(f, _BlockedImports) for f in sys.meta_path):
         sys.meta_path.insert(0, _BlockedImports())
     try:

@@ -65,9 +65,11 @@ class Session:
     """
 
     def __init__(self, source: str | bytes, function: str, *, level: str = "auto",
-                 limits: Limits | None = None, device: str = "cpu", filename: str = "submission.py"):
+                 limits: Limits | None = None, device: str = "cpu", filename: str = "submission.py",
+                 block: tuple = ()):
         from .backends import select_backend  # late: backends import this module's types
         self.source, self.function, self.device = source, function, device
+        self.block = tuple(block)  # more of torch switched off in the child (e.g. "autograd")
         self.limits = limits or Limits()
         self.backend = select_backend(level, self.limits, device)
         self.level = self.backend.level
@@ -169,8 +171,10 @@ class Session:
         if self.child is None:
             self.child = self.backend.spawn(self._dir)
             self.restarts += self.last_load is not None
-        answer = self._exchange({"op": "load", "path": self.child.path_of(self.path),
-                                 "function": self.function}, self._deadline(self.limits.load_seconds))
+        request = {"op": "load", "path": self.child.path_of(self.path), "function": self.function}
+        if self.block:
+            request["block"] = list(self.block)
+        answer = self._exchange(request, self._deadline(self.limits.load_seconds))
         if not isinstance(answer, StudentError):
             try:
                 answer = answers.check_load(answer)

@@ -61,6 +61,7 @@ class Task:
     order: int = 1000               # place in listings (built-in tasks: 10, 20, ...)
     outputs: int = 1                # 1: the function returns a tensor; n > 1: a tuple of n tensors
     gpu_suite: bool = False         # the half-precision GPU suite applies (it calls the sdpa signature)
+    block: tuple = ()               # more of torch switched off in the child: "autograd"
     _grading: Grading | None = field(default=None, repr=False, compare=False)
 
     def _built(self) -> Grading:
