@@ -13,10 +13,11 @@ import math
 import torch
 
 from reference_impl import scaled_dot_product_attention
-from .base import Fail, shape_str
+from . import tuples
+from .base import Fail
 from .calls import sdpa_kwargs
-from .tolerance import GRAD_FLOOR_FACTOR, GRAD_MULTIPLIER, allowance, compare, relative_error
-from .variants import identify
+from .tolerance import GRAD_FLOOR_FACTOR, GRAD_MULTIPLIER
+from .tuples import Outputs, flat, judge
 
 NAMES = ("dQ", "dK", "dV")
 BUGS = {
@@ -97,7 +98,7 @@ def variant(q, k, v, g, attn_mask=None, is_causal=False, scale=None, bug=None):
     return dq, dk, dv
 
 
-def _variants(q, k, v, g, attn_mask, is_causal, scale) -> dict:
+def _bugs(attn_mask, is_causal, scale) -> list:
     bugs = ["no_jacobian_outer", "no_scale_in_grads", "dv_not_transposed", "dk_not_transposed", "dq_transposed",
             "dq_dk_swapped"]
     if is_causal or (attn_mask is not None and attn_mask.dtype == torch.bool):
@@ -108,55 +109,38 @@ def _variants(q, k, v, g, attn_mask, is_causal, scale) -> dict:
         bugs.append("causal_ignored")
     if scale is not None:
         bugs.append("scale_ignored")
+    return bugs
+
+
+def _variants(q, k, v, g, attn_mask, is_causal, scale) -> dict:
+    """Every bug that applies here, as one flat vector (dQ, dK, dV concatenated)."""
     out = {}
-    for bug in bugs:
+    for bug in _bugs(attn_mask, is_causal, scale):
         grads = variant(q, k, v, g, attn_mask, is_causal, scale, bug)
         if grads is not None:
-            out[bug] = torch.cat([t.reshape(-1) for t in grads])
+            out[bug] = flat(grads)
     return out
+
+
+SPEC = Outputs(names=NAMES, explain=explain, multiplier=GRAD_MULTIPLIER, floor_factor=GRAD_FLOOR_FACTOR)
 
 
 def run_backward(ctx, q, k, v, g, attn_mask=None, is_causal=False, scale=None, *, what: str):
     """Call, compare each gradient with the parent's autograd reference, diagnose. Returns the worst error."""
-    kwargs = sdpa_kwargs(attn_mask, is_causal, scale)
-    result = ctx.call(q, k, v, g, during=what, **kwargs)
-    try:
-        grads = ctx.tuple_out(result, [q.shape, k.shape, v.shape], NAMES, what)
-    except Fail as miss:
-        name, shape = miss.details.get("output"), miss.details.get("output_shape")
-        if name and shape:
-            rows = {q.size(-2): "L", k.size(-2): "S"}.get(shape[-2])
-            cause = SHAPE_HINTS.get((name, rows))
-            if cause:
-                raise Fail(f"{miss.message}. Likely cause: {explain(cause)}.", {**miss.details, "diagnosis": cause})
-        raise
-    ref64 = reference_grads(q.double(), k.double(), v.double(), g.double(),
-                            None if attn_mask is None else (attn_mask if attn_mask.dtype == torch.bool
-                                                            else attn_mask.double()), is_causal, scale)
-    same = reference_grads(q, k, v, g, attn_mask, is_causal, scale)
-    worst, failures = 0.0, []
-    for name, out, r64, rs in zip(NAMES, grads, ref64, same):
-        cmp = compare(out, r64, allowance(r64, rs, q.dtype, GRAD_MULTIPLIER, GRAD_FLOOR_FACTOR))
-        worst = max(worst, cmp.max_error)
-        if not cmp.ok:
-            failures.append((name, cmp))
-        elif out.dtype != q.dtype:
-            raise Fail(f"{what}: your {name} is {str(out.dtype).replace('torch.', '')} for "
-                       f"{str(q.dtype).replace('torch.', '')} inputs: return the inputs' dtype",
-                       {"output": name, "output_dtype": str(out.dtype)})
-    if not failures:
-        ctx.attention_seen = True
-        return worst
-    flat = torch.cat([t.double().reshape(-1) for t in grads])
-    flat_ref = torch.cat([t.reshape(-1) for t in ref64])
-    cause = identify(flat, _variants(q, k, v, g, attn_mask, is_causal, scale), relative_error(flat, flat_ref))
-    if cause:
-        ctx.attention_seen = True  # a named backward bug: the function does compute attention's gradients
-    name, cmp = failures[0]
-    details = {"case": what, "shapes": f"query {shape_str(q)}, key {shape_str(k)}, value {shape_str(v)}",
-               "wrong": [n for n, _ in failures], "diagnosis": cause, **cmp.details()}
-    raise Fail(f"{what}: {', '.join(n for n, _ in failures)} wrong; {name}: {cmp.describe()}."
-               + (f" Likely cause: {explain(cause)}." if cause else ""), details)
+    mask64 = None if attn_mask is None else (attn_mask if attn_mask.dtype == torch.bool else attn_mask.double())
+
+    def shape_hint(name, shape):
+        rows = {q.size(-2): "L", k.size(-2): "S"}.get(shape[-2])
+        return SHAPE_HINTS.get((name, rows))
+
+    _, worst = judge(ctx, SPEC, (q, k, v, g), sdpa_kwargs(attn_mask, is_causal, scale),
+                     shapes=[q.shape, k.shape, v.shape],
+                     ref64=reference_grads(q.double(), k.double(), v.double(), g.double(), mask64, is_causal, scale),
+                     same=reference_grads(q, k, v, g, attn_mask, is_causal, scale),
+                     variants=lambda: {bug: variant(q, k, v, g, attn_mask, is_causal, scale, bug)
+                                       for bug in _bugs(attn_mask, is_causal, scale)},
+                     what=what, shape_hint=shape_hint)
+    return worst
 
 
 # ---- inputs -----------------------------------------------------------------------------
@@ -195,20 +179,13 @@ def float64(ctx):
     return f"float64 inputs give float64-accurate gradients (max error {worst:.2g})"
 
 
+def _dtype_args(ctx, dtype):
+    L, S, E, Ev = _dims(ctx)
+    return _case(ctx, L, S, E, Ev, dtype)
+
+
 def dtype_case(dtype):
-    def check(ctx):
-        L, S, E, Ev = _dims(ctx)
-        q, k, v, g = _case(ctx, L, S, E, Ev, dtype)
-        result = ctx.call(q, k, v, g, during=f"{dtype} inputs")
-        grads = ctx.tuple_out(result, [q.shape, k.shape, v.shape], NAMES)
-        for name, out in zip(NAMES, grads):
-            if out.dtype != dtype:
-                raise Fail(f"for {str(dtype).replace('torch.', '')} inputs your {name} is "
-                           f"{str(out.dtype).replace('torch.', '')}", {"output": name, "output_dtype": str(out.dtype)})
-            if not torch.isfinite(out).all():
-                raise Fail(f"your {name} has NaN or infinite values on ordinary inputs")
-        return f"three {str(dtype).replace('torch.', '')} tensors of the inputs' shapes"
-    return check
+    return tuples.dtype_case(dtype, _dtype_args, SPEC, lambda args: [t.shape for t in args[:3]])
 
 
 def jacobian(ctx):
