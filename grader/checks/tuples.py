@@ -60,9 +60,12 @@ def judge(ctx, spec: Outputs, args: tuple, kwargs: dict, *, shapes: list, ref64,
     if not failures:
         ctx.attention_seen = True
         return outs, worst
-    candidates = {bug: flat(v) for bug, v in variants().items()
+    # NaN in a variant is where that bug leaves a row with nothing to attend to: it matches NaN (or
+    # zero) in the output there, never anything else (identify alone would take it as a wildcard,
+    # and a variant that is mostly NaN would then match every output).
+    candidates = {bug: torch.nan_to_num(flat(v), nan=0.0) for bug, v in variants().items()
                   if v is not None and all(a.shape == b.shape for a, b in zip(v, outs))}
-    got = flat(outs)
+    got = torch.nan_to_num(flat(outs), nan=0.0)
     cause = identify(got, candidates, relative_error(got, flat(ref64)))
     if cause:
         ctx.attention_seen = True  # a named bug of this task: the function computes what the task is about
