@@ -66,6 +66,9 @@ def test_verdict(corpus_reports, path):
         failed = {c["id"]: c["message"] for c in scored if not c["passed"]}
         assert report["passed"] and report["score"] == 100, failed
     else:
+        measured = [c for c in report["checks"] if c["id"].startswith("memory.")]
+        if family == "memory" and measured and not measured[0]["details"].get("measured", True):
+            pytest.skip("peak memory is read from the run's cgroup, and this sandbox has none")
         failed_families = {c["id"].split(".")[0] for c in scored if not c["passed"]}
         assert not report["passed"] and report["score"] < 100
         assert family in failed_families, f"expected {family} to fail; failed: {sorted(failed_families)}"

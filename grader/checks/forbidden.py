@@ -233,6 +233,10 @@ def _mha_sample(ctx):
 
 
 SDPA_FINGERPRINT = Fingerprint(sample=_sdpa_sample, builtin=_sdpa_builtin, plain=_sdpa_plain)
+# tiled_attention(query, key, value, block_size): the same kernel on the first three arguments.
+TILED_FINGERPRINT = Fingerprint(sample=lambda ctx: (*_sdpa_sample(ctx), ctx.inputs.randint(2, 6)),
+                                builtin=lambda args, kwargs: _flash(*args[:3]),
+                                plain=lambda args, kwargs: _sdpa_plain(args[:3], {}))
 MHA_FINGERPRINT = Fingerprint(sample=_mha_sample, builtin=_mha_builtin, plain=_mha_plain)
 
 
