@@ -105,7 +105,8 @@ class Context:
         self.current = check_id
         self.deadline = time.monotonic() + self.check_seconds
 
-    def call(self, *args, grad_output=None, wrt=(), during: str = "", measure_memory: bool = False, **kwargs):
+    def call(self, *args, grad_output=None, wrt=(), during: str = "", measure_memory: bool = False,
+             run_on: str | None = None, **kwargs):
         """Run the student function; raises StudentFailure if it raised, crashed or timed out."""
         left = self.deadline - time.monotonic()
         if left <= 0:
@@ -117,7 +118,7 @@ class Context:
         echo = sum(t.numel() for _, t in sent) <= ECHO_LIMIT
         result = self.session.call(*args, grad_output=grad_output, wrt=wrt, trace=True,
                                    timeout=limit, echo=echo, outputs=self.task.outputs,
-                                   measure_memory=measure_memory, **kwargs)
+                                   measure_memory=measure_memory, run_on=run_on, **kwargs)
         self.calls += 1
         self.ops.update(result.ops)
         self.blocked.update(result.blocked)

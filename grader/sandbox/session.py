@@ -220,14 +220,15 @@ class Session:
 
     def call(self, *args, grad_output: torch.Tensor | None = None, wrt: tuple = (),
              trace: bool = False, timeout: float | None = None, echo: bool = False, outputs: int = 1,
-             measure_memory: bool = False, **kwargs) -> CallResult:
+             measure_memory: bool = False, run_on: str | None = None, **kwargs) -> CallResult:
         """Run the student's function on ``args``/``kwargs`` (and backward, when ``wrt`` is given).
 
         ``wrt`` lists the positional argument indices to differentiate with respect to;
         ``echo`` asks for the inputs back as they are after the call (``inputs_after``);
         ``outputs`` > 1 lets a tuple of tensors come back (``output`` is then a tuple);
         ``measure_memory`` reads the run's cgroup around the call (``memory_peak``, None where
-        the child has no cgroup).
+        the child has no cgroup); ``run_on`` runs this call on another device than the session's
+        (e.g. "cpu" on a GPU worker, where the cgroup sees host memory only).
         """
         spent = self._out_of_time()
         if spent:
@@ -237,7 +238,7 @@ class Session:
             if not loaded.ok:
                 return CallResult(False, error=loaded.error)
         args, wrt = list(args), list(wrt)
-        request = {"op": "call", "args": args, "kwargs": kwargs, "device": self.device,
+        request = {"op": "call", "args": args, "kwargs": kwargs, "device": run_on or self.device,
                    "wrt": wrt, "grad_output": grad_output, "trace": trace, "echo": echo}
         if outputs > 1:  # only then: a one-output task's request is exactly what it always was
             request["outputs"] = outputs
