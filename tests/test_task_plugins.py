@@ -185,3 +185,22 @@ def test_a_tuple_answer_is_accepted_only_where_the_task_returns_a_tuple():
                             ({"ok": True, "output": []}, 2)):
         with pytest.raises(answers.ProtocolViolation):
             answers.check_call(forged, [x], {}, [], False, outputs=outputs)
+
+
+def test_a_check_runs_after_the_checks_it_needs_and_must_declare_them():
+    from grader.checks.base import Check, Context
+    from grader.tasks import Grading
+    first, second = Check("b.second", len, needs=("a.first",)), Check("a.first", len)
+    assert [c.id for c in Grading(checks=[first, second]).checks] == ["a.first", "b.second"]
+    with pytest.raises(ValueError, match="does not have"):
+        Grading(checks=[Check("x.y", len, needs=("nope.none",))])
+    with pytest.raises(ValueError, match="circle"):
+        Grading(checks=[Check("a.a", len, needs=("b.b",)), Check("b.b", len, needs=("a.a",))])
+    with pytest.raises(ValueError, match="post-phase"):
+        Grading(checks=[Check("a.a", len, needs=("p.p",)), Check("p.p", len, post=True)])
+    ctx = Context(None, tasks.TASKS["mha"], 1, "cpu", 1.0)
+    ctx.start("heads.split_merge")
+    assert ctx.passed_check("heads.single_head") is False
+    ctx.start("mask.bool")
+    with pytest.raises(RuntimeError, match="without declaring"):
+        ctx.passed_check("heads.single_head")

@@ -73,6 +73,7 @@ class Check:
     fn: Callable
     weight: int = 1
     post: bool = False   # runs after every other check, whatever happened before (crashes included)
+    needs: tuple = ()    # checks whose verdict this one reads (ctx.passed_check): they run first
 
     @property
     def family(self) -> str:
@@ -100,6 +101,14 @@ class Context:
         # Some call matched the reference (or the reference with a named bug), or its weights are
         # softmax(c · q·k): the function computes attention, so its properties may earn points.
         self.attention_seen = False
+
+    def passed_check(self, check_id: str) -> bool:
+        """Did ``check_id`` pass? Only for a check that declares it in ``needs`` (so it ran before)."""
+        current = next((c for c in self.task.checks if c.id == self.current), None)
+        if current is None or check_id not in current.needs:
+            raise RuntimeError(f"check {self.current!r} reads the verdict of {check_id!r} without declaring it "
+                               f"in Check(needs=...)")
+        return check_id in self.passed
 
     def start(self, check_id: str) -> None:
         self.current = check_id

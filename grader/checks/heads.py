@@ -116,7 +116,7 @@ def split_merge(ctx):
         if cause and cause not in HEAD_BUGS:
             return (f"heads are split and merged correctly; the output differs for another reason: "
                     f"{explain(cause)} (see the other checks)")
-        if "heads.single_head" in ctx.passed:
+        if ctx.passed_check("heads.single_head"):
             raise Fail(f"your layer is right with one head but wrong with {H}: check how you split d_model "
                        f"into heads (reshape to (B, L, H, d_k), then transpose(1, 2)) and merge them back "
                        f"(transpose(1, 2), then reshape to (B, L, d_model))", miss.details) from None

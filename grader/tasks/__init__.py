@@ -42,9 +42,42 @@ class Fingerprint:
 
 @dataclass
 class Grading:
-    """What ``Task.build`` returns: the checks (in report order) and the fingerprint, if any."""
+    """What ``Task.build`` returns: the checks (in report order) and the fingerprint, if any.
+
+    A check that reads another's verdict declares it (``Check(needs=...)``); the order is then
+    fixed here so that every check runs after what it needs, whatever order the list gives.
+    """
     checks: list
     fingerprint: Fingerprint | None = None
+
+    def __post_init__(self):
+        self.checks = ordered_by_needs(self.checks)
+
+
+def ordered_by_needs(checks: list) -> list:
+    """The checks in their given order, except that each comes after the checks it needs."""
+    by_id = {c.id: c for c in checks}
+    for c in checks:
+        for need in getattr(c, "needs", ()):
+            if need not in by_id:
+                raise ValueError(f"check {c.id!r} needs {need!r}, which the task does not have")
+            if by_id[need].post and not c.post:
+                raise ValueError(f"check {c.id!r} needs the post-phase check {need!r}, which runs after it")
+    placed, out = set(), []
+
+    def place(c, path=()):
+        if c.id in placed:
+            return
+        if c.id in path:
+            raise ValueError(f"checks need each other in a circle: {' -> '.join(path + (c.id,))}")
+        for need in getattr(c, "needs", ()):
+            place(by_id[need], path + (c.id,))
+        placed.add(c.id)
+        out.append(c)
+
+    for c in checks:
+        place(c)
+    return out
 
 
 @dataclass

@@ -17,7 +17,7 @@ def build() -> Grading:
         Check("dtype.float32", heads.dtype_case(torch.float32)),
         Check("dtype.float64", heads.dtype_case(torch.float64)),
         Check("heads.single_head", heads.single_head),
-        Check("heads.split_merge", heads.split_merge, 3),
+        Check("heads.split_merge", heads.split_merge, 3, needs=("heads.single_head",)),
         Check("scale.default", scale.mha_default),
         Check("mask.bool", masks.mha_bool),
         Check("mask.float", masks.mha_float),

@@ -31,7 +31,7 @@ def build() -> Grading:
         Check("stability.float64", stability.float64),
         Check("batch.independent", properties.sdpa_batch),
         Check("grad.reference", gradients.sdpa_reference),
-        Check("grad.gradcheck", gradients.sdpa_gradcheck),
+        Check("grad.gradcheck", gradients.sdpa_gradcheck, needs=("batch.independent",)),
         Check("permutation.keys_queries", properties.permutation),
         Check("fully_masked.zeros", properties.fully_masked),
         Check("speed.relative", properties.speed),
