@@ -54,6 +54,17 @@ class Grading:
         self.checks = ordered_by_needs(self.checks)
 
 
+def with_common_checks(own: list, *, post: tuple = ()) -> list:
+    """A task's own checks framed by the ones every task has: the source scan first, then the
+    task's checks, the in-place check, the task's own post-phase checks and forbidden.runtime last."""
+    from ..checks import forbidden, properties
+    from ..checks.base import Check
+
+    return [Check("forbidden.static", forbidden.static_check), *own,
+            Check("inputs.unchanged", properties.inputs_unchanged), *post,
+            Check("forbidden.runtime", forbidden.runtime_check, post=True)]
+
+
 def ordered_by_needs(checks: list) -> list:
     """The checks in their given order, except that each comes after the checks it needs."""
     by_id = {c.id: c for c in checks}

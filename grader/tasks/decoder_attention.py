@@ -1,15 +1,14 @@
 """Task ``decoder_attention``: causal self-attention and cross-attention over a padded batch."""
-from . import Grading, Task
+from . import Grading, Task, with_common_checks
 
 
 def build() -> Grading:
     import torch
 
-    from ..checks import decoder, forbidden, properties
+    from ..checks import decoder
     from ..checks.base import Check
 
-    return Grading(checks=[
-        Check("forbidden.static", forbidden.static_check),
+    return Grading(checks=with_common_checks([
         Check("output.shapes", decoder.shapes, 2),
         Check("output.float64", decoder.float64),
         Check("dtype.float32", decoder.dtype_case(torch.float32)),
@@ -19,9 +18,7 @@ def build() -> Grading:
         Check("causal.self", decoder.causal_self),
         Check("cross.not_causal", decoder.cross_not_causal),
         Check("lengths.edges", decoder.length_edges),
-        Check("inputs.unchanged", properties.inputs_unchanged),
-        Check("forbidden.runtime", forbidden.runtime_check, post=True),
-    ])
+    ]))
 
 
 TASK = Task(

@@ -1,5 +1,5 @@
 """Task ``mha``: multi-head attention from four projection matrices."""
-from . import Grading, Task
+from . import Grading, Task, with_common_checks
 
 
 def build() -> Grading:
@@ -8,8 +8,7 @@ def build() -> Grading:
     from ..checks import forbidden, gradients, heads, masks, properties, scale
     from ..checks.base import Check
 
-    return Grading(fingerprint=forbidden.MHA_FINGERPRINT, checks=[
-        Check("forbidden.static", forbidden.static_check),
+    return Grading(fingerprint=forbidden.MHA_FINGERPRINT, checks=with_common_checks([
         Check("output.self_attention", heads.self_attention),
         Check("output.cross_attention", heads.cross_attention),
         Check("output.float64", heads.float64),
@@ -27,9 +26,7 @@ def build() -> Grading:
         Check("grad.reference", gradients.mha_reference),
         Check("grad.gradcheck", gradients.mha_gradcheck),
         Check("precision.float64", heads.precision),
-        Check("inputs.unchanged", properties.inputs_unchanged),
-        Check("forbidden.runtime", forbidden.runtime_check, post=True),
-    ])
+    ]))
 
 
 TASK = Task(

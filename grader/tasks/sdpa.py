@@ -1,5 +1,5 @@
 """Task ``sdpa``: scaled_dot_product_attention with torch's calling convention (no dropout)."""
-from . import Grading, Task
+from . import Grading, Task, with_common_checks
 
 
 def build() -> Grading:
@@ -8,8 +8,7 @@ def build() -> Grading:
     from ..checks import forbidden, gradients, masks, output, properties, scale, stability, weights
     from ..checks.base import Check
 
-    return Grading(fingerprint=forbidden.SDPA_FINGERPRINT, checks=[
-        Check("forbidden.static", forbidden.static_check),
+    return Grading(fingerprint=forbidden.SDPA_FINGERPRINT, checks=with_common_checks([
         Check("output.shapes", output.shapes, 2),
         Check("output.broadcast", output.broadcast),
         Check("output.fresh", output.fresh),
@@ -36,9 +35,7 @@ def build() -> Grading:
         Check("fully_masked.zeros", properties.fully_masked),
         Check("speed.relative", properties.speed),
         Check("precision.float64", output.precision),
-        Check("inputs.unchanged", properties.inputs_unchanged),
-        Check("forbidden.runtime", forbidden.runtime_check, post=True),
-    ])
+    ]))
 
 
 TASK = Task(

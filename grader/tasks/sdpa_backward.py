@@ -1,15 +1,14 @@
 """Task ``sdpa_backward``: (dQ, dK, dV) of scaled dot-product attention by hand, autograd forbidden."""
-from . import Grading, Task
+from . import Grading, Task, with_common_checks
 
 
 def build() -> Grading:
     import torch
 
-    from ..checks import backward, forbidden, properties
+    from ..checks import backward
     from ..checks.base import Check
 
-    return Grading(checks=[
-        Check("forbidden.static", forbidden.static_check),
+    return Grading(checks=with_common_checks([
         Check("forbidden.autograd_source", backward.autograd_static),
         Check("output.shapes", backward.shapes, 2),
         Check("output.square", backward.square),
@@ -23,10 +22,7 @@ def build() -> Grading:
         Check("mask.float", backward.mask_float),
         Check("causal.square", backward.causal_square),
         Check("causal.rectangular", backward.causal_rectangular),
-        Check("inputs.unchanged", properties.inputs_unchanged),
-        Check("forbidden.autograd_runtime", backward.autograd_runtime, post=True),
-        Check("forbidden.runtime", forbidden.runtime_check, post=True),
-    ])
+    ], post=(Check("forbidden.autograd_runtime", backward.autograd_runtime, post=True),)))
 
 
 TASK = Task(

@@ -1,15 +1,14 @@
 """Task ``tiled_attention``: the forward pass in key blocks with an online softmax, memory measured."""
-from . import Grading, Task
+from . import Grading, Task, with_common_checks
 
 
 def build() -> Grading:
     import torch
 
-    from ..checks import forbidden, properties, tiled
+    from ..checks import forbidden, tiled
     from ..checks.base import Check
 
-    return Grading(fingerprint=forbidden.TILED_FINGERPRINT, checks=[
-        Check("forbidden.static", forbidden.static_check),
+    return Grading(fingerprint=forbidden.TILED_FINGERPRINT, checks=with_common_checks([
         Check("output.shapes", tiled.shapes, 2),
         Check("output.block_sizes", tiled.block_extremes),
         Check("output.float64", tiled.float64),
@@ -18,9 +17,7 @@ def build() -> Grading:
         Check("online.rescale", tiled.rescale),
         Check("stability.large_scores", tiled.large_scores),
         Check("memory.long_sequence", tiled.long_sequence_memory),
-        Check("inputs.unchanged", properties.inputs_unchanged),
-        Check("forbidden.runtime", forbidden.runtime_check, post=True),
-    ])
+    ]))
 
 
 TASK = Task(
