@@ -11,7 +11,8 @@ PUBLIC_SEED = 20240607  # the local pre-check's inputs; the server draws a secre
 
 
 def _task_choice():
-    return click.Choice(["sdpa", "mha"])
+    from .tasks import TASK_IDS  # every registered task (this package's and the entry points')
+    return click.Choice(list(TASK_IDS))
 
 
 @click.command("check")
@@ -213,14 +214,15 @@ def tasks(task):
     """Show the specification of TASK (or list the tasks)."""
     from rich.console import Console
     from rich.markdown import Markdown
+    from rich.text import Text
 
-    from .tasks import TASK_IDS, TITLES, spec_markdown
+    from .tasks import TASKS, spec_markdown
     console = Console()
     if task is None:
-        for task_id in TASK_IDS:
-            title, function = TITLES[task_id]
-            console.print(f"[bold]{task_id}[/]  {title}: define {function}()  "
-                          f"(attn-grader tasks {task_id} for the full spec)")
+        for t in TASKS.values():
+            # Text, not markup: a course package's title may contain brackets
+            console.print(Text.assemble((t.id, "bold"), f"  {t.title}: define {t.function}()  "
+                                        f"(attn-grader tasks {t.id} for the full spec)"))
         return
     console.print(Markdown(spec_markdown(task)))
 

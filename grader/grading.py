@@ -21,7 +21,7 @@ from .source import parse_python
 from .causes import charge_once, summary
 from .checks.forbidden import fresh_samples
 from .sandbox import Session
-from .tasks import TASKS
+from .tasks import registry
 
 CHECK_SECONDS = 8.0   # per-check wall budget; one slow check fails alone
 DETAILS_LIMIT = 20_000  # bytes of JSON per check's details
@@ -137,24 +137,25 @@ def _signature_problem(task, params) -> str | None:
 def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "auto", device: str = "cpu",
                  limits=None, progress=None, only: str | None = None,
                  server_seed: int | None = None) -> GradeReport:
-    """Grade ``source`` (the text or bytes of one .py file) for ``task`` ('sdpa' or 'mha').
+    """Grade ``source`` (the text or bytes of one .py file) for ``task`` (a registered task id).
 
     ``seed=None`` draws a secret seed (the server); a given seed is public and is echoed in the
     report as ``seed_public``. ``progress(check_id, done, total)`` is called before each check.
     Raises ``SandboxUnavailable`` for ``sandbox="strict"`` where isolation is missing, and
     ``ValueError`` for an unknown task or sandbox level.
     """
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(sorted(TASKS))}")
-    t = TASKS[task]
+    tasks = registry()
+    if task not in tasks:
+        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(tasks)}")
+    t = full = tasks[task]
     if only is not None:
         if only not in {c.id for c in t.checks}:
             raise ValueError(f"unknown check {only!r} for task {task}; choose one of "
                              f"{', '.join(c.id for c in t.checks)}")
-        t = dataclasses.replace(t, checks=[c for c in t.checks if c.id in (only, "forbidden.static")])
+        t = dataclasses.replace(t, _grading=dataclasses.replace(t._built(), checks=_with_needs(t.checks, only)))
     started = time.monotonic()
     report = GradeReport(task=task, checks=[], seed_public=seed)
-    max_points = _max_points(TASKS[task])  # the whole task's split, also with only=
+    max_points = _max_points(full)  # the whole task's split, also with only=
     # The server passes server_seed (derived from its secret and the submission's content: the same
     # code always meets the same inputs, which no student can compute); it is never echoed.
     secret = server_seed if server_seed is not None else (seed if seed is not None else secrets.randbits(62))
@@ -193,7 +194,7 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         return fail_load("load.source", f"Python cannot parse your file: {exc}")
     add("load.source", True, "valid UTF-8 Python")
 
-    with Session(source, t.function, level=sandbox, limits=limits, device=device) as session:
+    with Session(source, t.function, level=sandbox, limits=limits, device=device, block=t.block) as session:
         report.sandbox, report.warnings = session.level, list(session.warnings)
         if progress:
             progress("load.import", 1, total)
@@ -218,7 +219,7 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
             # the smallest case passes: show the check at its ordinary sizes instead
             report.checks = [c for c in report.checks if c.id.startswith("load.")]
             _run_checks(report, session, t, secret, device, add, progress, total)
-        if task == "sdpa" and str(device).startswith("cuda"):
+        if t.gpu_suite and str(device).startswith("cuda"):
             add_gpu_suite(report, session, device, secret)
         _finish(report, session, report)
     report.timings["total_s"] = round(time.monotonic() - started, 3)
@@ -297,6 +298,18 @@ def _attention_shown(report, ctx) -> bool:
         if c.id.split(".")[0] == "output" and (c.passed or c.details.get("diagnosis")):
             return True
     return False
+
+
+def _with_needs(checks: list, only: str) -> list:
+    """The source scan, ``only`` and what it needs (transitively), in the task's order."""
+    by_id = {c.id: c for c in checks}
+    keep, todo = {"forbidden.static"}, [only]
+    while todo:
+        cid = todo.pop()
+        if cid not in keep:
+            keep.add(cid)
+            todo.extend(getattr(by_id[cid], "needs", ()))
+    return [c for c in checks if c.id in keep]
 
 
 def _run_checks(report, session, t, seed, device, add, progress, total, smallest=False):

@@ -30,8 +30,12 @@ def test_points_sum_to_100_per_task():
     for task in TASKS.values():
         assert sum(task.points.values()) == 100
         assert sum(_max_points(task).values()) == 100
-        assert {"load", "forbidden", "output", "dtype", "scale", "mask", "causal", "grad", "batch",
-                "inputs"} <= set(task.points)
+        assert {"load", "forbidden", "output", "dtype", "inputs"} <= set(task.points)
+        families = {c.family for c in task.checks} | {"load"}
+        assert families == set(task.points), task.id  # no family without checks, no check without points
+    for task_id in ("sdpa", "mha"):
+        assert {"scale", "mask", "causal", "grad", "batch"} <= set(TASKS[task_id].points)
+    assert {"jacobian", "scale", "mask", "causal"} <= set(TASKS["sdpa_backward"].points)
     assert {"weights", "stability"} <= set(TASKS["sdpa"].points)
     assert "heads" in TASKS["mha"].points
     assert sorted(TASKS) == sorted(TASK_IDS) and all(TITLES[t.id] == (t.title, t.function) for t in TASKS.values())

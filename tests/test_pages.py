@@ -367,3 +367,16 @@ def test_grading_that_failed_on_our_side_says_so(env, ada):
     page = ada.get(f"/submissions/{sid}").get_data(as_text=True)
     assert "Grading failed on our side: grading host lost" in page
     assert "js/status.js" not in page
+
+
+def test_every_registered_task_is_an_assignment_with_its_page(env, ada, prof):
+    from grader.tasks import TASKS
+    home = ada.get("/").get_data(as_text=True)
+    matrix = prof.get("/instructor/").get_data(as_text=True)
+    assert all(f"sort={task_id}" in matrix for task_id in TASKS)  # a score-matrix column per task
+    assert set(TASKS) >= {"sdpa", "mha", "sdpa_backward", "decoder_attention", "tiled_attention"}
+    for task in TASKS.values():
+        assert task.title in home
+        page = ada.get(f"/tasks/{task.id}").get_data(as_text=True)
+        assert f"{task.function}(" in page  # the rendered spec names the function to write
+        assert ada.get(f"/tasks/{task.id}/starter.py").get_data(as_text=True) == task.template

@@ -73,6 +73,7 @@ class Check:
     fn: Callable
     weight: int = 1
     post: bool = False   # runs after every other check, whatever happened before (crashes included)
+    needs: tuple = ()    # checks whose verdict this one reads (ctx.passed_check): they run first
 
     @property
     def family(self) -> str:
@@ -102,11 +103,20 @@ class Context:
         self.attention_seen = False
         self.diagnoses: list[str] = []      # bugs named so far, in order (see grader/causes.py)
 
+    def passed_check(self, check_id: str) -> bool:
+        """Did ``check_id`` pass? Only for a check that declares it in ``needs`` (so it ran before)."""
+        current = next((c for c in self.task.checks if c.id == self.current), None)
+        if current is None or check_id not in current.needs:
+            raise RuntimeError(f"check {self.current!r} reads the verdict of {check_id!r} without declaring it "
+                               f"in Check(needs=...)")
+        return check_id in self.passed
+
     def start(self, check_id: str) -> None:
         self.current = check_id
         self.deadline = time.monotonic() + self.check_seconds
 
-    def call(self, *args, grad_output=None, wrt=(), during: str = "", **kwargs):
+    def call(self, *args, grad_output=None, wrt=(), during: str = "", measure_memory: bool = False,
+             run_on: str | None = None, **kwargs):
         """Run the student function; raises StudentFailure if it raised, crashed or timed out."""
         left = self.deadline - time.monotonic()
         if left <= 0:
@@ -117,7 +127,8 @@ class Context:
                [(k, v) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
         echo = sum(t.numel() for _, t in sent) <= ECHO_LIMIT
         result = self.session.call(*args, grad_output=grad_output, wrt=wrt, trace=True,
-                                   timeout=limit, echo=echo, **kwargs)
+                                   timeout=limit, echo=echo, outputs=self.task.outputs,
+                                   measure_memory=measure_memory, run_on=run_on, **kwargs)
         self.calls += 1
         self.ops.update(result.ops)
         self.blocked.update(result.blocked)
@@ -152,6 +163,31 @@ class Context:
             raise Fail(f"your output has dtype {out.dtype}, expected a floating-point tensor")
         self.tensor_calls += 1
         return out
+
+    def tuple_out(self, result, shapes: list, names: tuple, what: str = "") -> tuple:
+        """The call's tuple of outputs (one per name, of ``shapes``), or a Fail naming what is wrong."""
+        got = result.output
+        want = len(shapes)
+        if not isinstance(got, tuple):
+            if isinstance(got, torch.Tensor):
+                raise Fail(f"your function returned one tensor; return the tuple ({', '.join(names)})",
+                           {"output_type": result.output_type})
+            kind = {"builtins.NoneType": "None"}.get(result.output_type, result.output_type or "nothing")
+            hint = " (did you forget a return statement?)" if kind == "None" else ""
+            raise Fail(f"your function returned {kind} instead of a tuple of {want} tensors "
+                       f"({', '.join(names)}){hint}", {"output_type": kind})
+        if len(got) != want:
+            raise Fail(f"your function returned {len(got)} tensors; return exactly {want}: ({', '.join(names)})",
+                       {"output_count": len(got)})
+        for name, out, shape in zip(names, got, shapes):
+            if tuple(out.shape) != tuple(shape):
+                raise Fail(f"your {name} has shape {tuple(out.shape)} but {tuple(shape)} was expected"
+                           f"{' for ' + what if what else ''}", {"output": name, "output_shape": list(out.shape),
+                                                                  "expected_shape": list(shape)})
+            if not out.is_floating_point():
+                raise Fail(f"your {name} has dtype {out.dtype}, expected a floating-point tensor")
+        self.tensor_calls += 1
+        return got
 
 
 ECHO_LIMIT = 1 << 18  # inputs of up to this many elements come back for the in-place check

@@ -22,6 +22,7 @@ import ast
 import torch
 
 from ..source import parse_python
+from ..tasks import Fingerprint
 from .base import Fail, StudentFailure
 
 # Names whose use means "let torch (or the grader) do the attention".
@@ -186,50 +187,69 @@ def _flash(q, k, v, attn_mask=None, is_causal=False, scale=None):
         q, k, v, is_causal=is_causal, attn_mask=attn_mask, scale=scale)[0]
 
 
-def _builtin(task_id: str, args, kwargs):
-    """The fused kernel's output on these inputs (computed here), or None where it does not apply."""
-    if task_id == "sdpa":
-        return _flash(*args, **kwargs)
-    if task_id == "mha" and not kwargs:
-        x_q, x_kv, w_q, w_k, w_v, w_o, H = args
-        B, L, D = x_q.shape
-        split = lambda x: x.unflatten(-1, (H, D // H)).transpose(1, 2)  # (B, T, D) -> (B, H, T, d_k)
-        heads = _flash(split(x_q @ w_q.T), split(x_kv @ w_k.T), split(x_kv @ w_v.T))
-        return None if heads is None else heads.transpose(1, 2).reshape(B, L, D) @ w_o.T
-    return None
+def _sdpa_builtin(args, kwargs):
+    return _flash(*args, **kwargs)
 
 
-def _plain(task_id: str, args, kwargs) -> list:
+def _mha_builtin(args, kwargs):
+    if kwargs:
+        return None
+    x_q, x_kv, w_q, w_k, w_v, w_o, H = args
+    B, L, D = x_q.shape
+    split = lambda x: x.unflatten(-1, (H, D // H)).transpose(1, 2)  # (B, T, D) -> (B, H, T, d_k)
+    heads = _flash(split(x_q @ w_q.T), split(x_kv @ w_k.T), split(x_kv @ w_v.T))
+    return None if heads is None else heads.transpose(1, 2).reshape(B, L, D) @ w_o.T
+
+
+def _sdpa_plain(args, kwargs) -> list:
     """Plain formulas in the inputs' own dtype: a sample where one rounds like the kernel proves nothing."""
-    from reference_impl import multi_head_attention, scaled_dot_product_attention
-    if task_id == "sdpa":
-        q, k, v = args
-        out = [scaled_dot_product_attention(*args, **kwargs)]
-        if not kwargs:
-            out.append(torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, dim=-1) @ v)
-        return out
+    from reference_impl import scaled_dot_product_attention
+    q, k, v = args
+    out = [scaled_dot_product_attention(*args, **kwargs)]
+    if not kwargs:
+        out.append(torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, dim=-1) @ v)
+    return out
+
+
+def _mha_plain(args, kwargs) -> list:
+    from reference_impl import multi_head_attention
     return [multi_head_attention(*args, **kwargs)]
 
 
-def fresh_samples(ctx, count: int = 1) -> list:
-    """Ordinary-looking float32 calls on which the fused kernel applies (it needs E = Ev; with
-    E != Ev torch falls back to plain matmul and softmax, which proves nothing). One is taken
-    before the other checks (``grading`` calls this first, so a submission that runs out of
-    time still leaves one) and one at the end."""
+# Ordinary-looking float32 calls on which the fused kernel applies (it needs E = Ev; with
+# E != Ev torch falls back to plain matmul and softmax, which proves nothing).
+def _sdpa_sample(ctx):
     r = ctx.inputs.randn
+    B, H = ctx.inputs.distinct(2, 2, 5)
+    L, S, E = ctx.inputs.distinct(3, 5, 24)
+    return (r(B, H, L, E), r(B, H, S, E), r(B, H, S, E))
+
+
+def _mha_sample(ctx):
+    r = ctx.inputs.randn
+    B, L, S = ctx.inputs.distinct(3, 2, 9)
+    H, dk = ctx.inputs.randint(2, 4), ctx.inputs.randint(2, 6)
+    D = H * dk
+    return (r(B, L, D), r(B, S, D), *(r(D, D, std=D ** -0.5) for _ in range(4)), H)
+
+
+SDPA_FINGERPRINT = Fingerprint(sample=_sdpa_sample, builtin=_sdpa_builtin, plain=_sdpa_plain)
+# tiled_attention(query, key, value, block_size): the same kernel on the first three arguments.
+TILED_FINGERPRINT = Fingerprint(sample=lambda ctx: (*_sdpa_sample(ctx), ctx.inputs.randint(2, 6)),
+                                builtin=lambda args, kwargs: _flash(*args[:3]),
+                                plain=lambda args, kwargs: _sdpa_plain(args[:3], {}))
+MHA_FINGERPRINT = Fingerprint(sample=_mha_sample, builtin=_mha_builtin, plain=_mha_plain)
+
+
+def fresh_samples(ctx, count: int = 1) -> list:
+    """Calls on the task's fingerprint samples. One is taken before the other checks (``grading``
+    calls this first, so a submission that runs out of time still leaves one) and one at the end."""
+    fingerprint = ctx.task.fingerprint
     samples = []
+    if fingerprint is None:
+        return samples
     for _ in range(count):
-        if ctx.task.id == "sdpa":
-            B, H = ctx.inputs.distinct(2, 2, 5)
-            L, S, E = ctx.inputs.distinct(3, 5, 24)
-            args = (r(B, H, L, E), r(B, H, S, E), r(B, H, S, E))
-        elif ctx.task.id == "mha":
-            B, L, S = ctx.inputs.distinct(3, 2, 9)
-            H, dk = ctx.inputs.randint(2, 4), ctx.inputs.randint(2, 6)
-            D = H * dk
-            args = (r(B, L, D), r(B, S, D), *(r(D, D, std=D ** -0.5) for _ in range(4)), H)
-        else:
-            return samples
+        args = fingerprint.sample(ctx)
         try:
             result = ctx.call(*args, during="one more call with fresh inputs")
         except (StudentFailure, Fail):
@@ -243,12 +263,15 @@ def _fingerprint(ctx) -> bool:
     """Some call's float32 output is bit-for-bit torch's fused kernel's, on inputs where the plain
     formula rounds differently: no hand-written attention does that (checked on every correct
     file of the corpora); it takes the kernel itself, run somewhere the block did not reach."""
+    fingerprint = ctx.task.fingerprint
+    if fingerprint is None:
+        return False
     for args, kwargs, out in list(ctx.samples) + ctx.fingerprint_samples + fresh_samples(ctx):
         try:
-            builtin = _builtin(ctx.task.id, args, kwargs)
+            builtin = fingerprint.builtin(args, kwargs)
             if builtin is None or builtin.shape != out.shape or out.numel() < 64 or not torch.equal(out, builtin):
                 continue
-            if not any(torch.equal(p, builtin) for p in _plain(ctx.task.id, args, kwargs)):
+            if not any(torch.equal(p, builtin) for p in fingerprint.plain(args, kwargs)):
                 return True
         except (RuntimeError, ValueError, TypeError):
             continue
@@ -266,7 +289,8 @@ def runtime_check(ctx) -> str:
         raise Fail("your function's output is bit-for-bit torch's built-in attention kernel's on fresh inputs "
                    "(no hand-written attention rounds the same way): write the attention yourself",
                    {"fingerprint": "builtin", "detected": True})
-    hits = sorted(set(ctx.blocked) | set(forbidden_ops(ctx.ops)))
+    # Blocked autograd attempts (tasks that switch it off) are that task's own check, not attention.
+    hits = sorted({b for b in ctx.blocked if not b.startswith("autograd:")} | set(forbidden_ops(ctx.ops)))
     if hits:
         raise Fail("your function called torch's built-in attention, which is switched off while grading "
                    f"({', '.join(hits[:4])}); write the attention yourself", {"ops": hits[:20], "detected": True})

@@ -179,7 +179,7 @@ def _gradcheck(ctx, call_forward, call_backward, inputs, names, stacked, what, e
 def sdpa_gradcheck(ctx):
     r = ctx.inputs.randn
     q, k, v = r(1, 3, 4, dtype=torch.float64), r(1, 5, 4, dtype=torch.float64), r(1, 5, 2, dtype=torch.float64)
-    stacked = "batch.independent" in ctx.passed
+    stacked = ctx.passed_check("batch.independent")
     what = "gradcheck in float64 on " + shape_str(q, k, v)
 
     def forward(args):

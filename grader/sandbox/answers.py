@@ -17,6 +17,7 @@ import torch
 TEXT_LIMIT = 8000          # characters of any message or traceback kept from the child
 OPS_LIMIT = 2000           # traced operation names per call
 NAME_LIMIT = 200
+MAX_OUTPUTS = 8            # tensors in a tuple output (harness.MAX_OUTPUTS)
 
 
 class ProtocolViolation(Exception):
@@ -89,8 +90,12 @@ def _tensor(value, what: str, max_numel: int) -> torch.Tensor:
     return value
 
 
-def check_call(answer, args: list, kwargs: dict, wrt: list, echo: bool) -> dict:
-    """A call answer, checked against the request it answers (what was sent, what was asked)."""
+def check_call(answer, args: list, kwargs: dict, wrt: list, echo: bool, outputs: int = 1) -> dict:
+    """A call answer, checked against the request it answers (what was sent, what was asked).
+
+    ``outputs`` > 1 means the task's function returns that many tensors: the output may then be
+    a list of tensors (a tuple in the parent); otherwise it is one tensor or nothing.
+    """
     ok, blocked = _common(answer)
     if not ok:
         return {"ok": False, "blocked": blocked, "error": _error(answer.get("error"))}
@@ -100,9 +105,17 @@ def check_call(answer, args: list, kwargs: dict, wrt: list, echo: bool) -> dict:
            "requires_grad": answer.get("requires_grad") is True,
            "ops": _strings(answer.get("ops"), "traced operations", OPS_LIMIT),
            "elapsed": 0.0, "grads": None, "grad_error": None, "inputs_after": None}
-    if answer.get("output") is not None:
+    output = answer.get("output")
+    if isinstance(output, list) and outputs > 1:
+        # A tuple of tensors, for a task that asked for one: how many and which shapes is the
+        # student's business (the checks report it); that they are tensors is the harness's.
+        if not 0 < len(output) <= MAX_OUTPUTS:
+            raise ProtocolViolation(f"the output is a list of {len(output)} items; the harness sends 1 to "
+                                    f"{MAX_OUTPUTS} tensors")
+        out["output"] = tuple(_tensor(t, f"output {i}", 1 << 62) for i, t in enumerate(output))
+    elif output is not None:
         # Any size wire let through: a wrong shape is the student's bug, reported by the checks.
-        out["output"] = _tensor(answer["output"], "the output", 1 << 62)
+        out["output"] = _tensor(output, "the output", 1 << 62)
     elapsed = answer.get("elapsed")
     if isinstance(elapsed, (int, float)) and not isinstance(elapsed, bool) and math.isfinite(elapsed):
         out["elapsed"] = max(0.0, float(elapsed))

@@ -208,6 +208,31 @@ class RunCgroup:
             pass
         return False
 
+    # -- memory as the kernel counts it, read by the parent (never by the child) ------------------
+    def _read_int(self, name: str) -> int | None:
+        try:
+            with open(os.path.join(self.dirs[0], name)) as f:
+                return int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def memory_usage(self) -> int | None:
+        return self._read_int("memory.usage_in_bytes" if self.version == "v1" else "memory.current")
+
+    def memory_peak(self) -> int | None:
+        """The run's peak charge since it started or since the last successful ``reset_memory_peak``."""
+        return self._read_int("memory.max_usage_in_bytes" if self.version == "v1" else "memory.peak")
+
+    def reset_memory_peak(self) -> bool:
+        """v1 resets on writing 0; v2's memory.peak is resettable from Linux 6.12 (False before)."""
+        name = "memory.max_usage_in_bytes" if self.version == "v1" else "memory.peak"
+        try:
+            with open(os.path.join(self.dirs[0], name), "w") as f:
+                f.write("0" if self.version == "v1" else "reset")
+            return True
+        except OSError:
+            return False
+
     def fork_limit_hit(self) -> bool:
         path = os.path.join(self.dirs[-1], "pids.events")
         try:

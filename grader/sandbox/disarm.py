@@ -46,15 +46,25 @@ class BuiltinAttentionDisabled(RuntimeError):
     """Raised by every switched-off attention entry point."""
 
 
-def _raiser(name: str):
+class AutogradDisabled(RuntimeError):
+    """Raised by autograd's entry points in a task whose point is a hand-written backward."""
+
+
+AUTOGRAD_PREFIX = "autograd:"  # how a blocked autograd attempt is told apart in ATTEMPTS
+
+
+def _raiser(name: str, autograd: bool = False):
     def blocked(*args, **kwargs):
         with _LOCK:
             if len(ATTEMPTS) < 100:
-                ATTEMPTS.append(name)
+                ATTEMPTS.append(AUTOGRAD_PREFIX + name if autograd else name)
+        if autograd:
+            raise AutogradDisabled(f"{name} is autograd, which this task switches off: compute the "
+                                   f"gradients with your own formulas")
         raise BuiltinAttentionDisabled(
             f"{name} is torch's built-in attention, which is switched off while grading: "
             f"write the attention yourself (matmul, softmax, matmul)")
-    blocked.__name__ = blocked.__qualname__ = "builtin_attention_disabled"
+    blocked.__name__ = blocked.__qualname__ = ("autograd_disabled" if autograd else "builtin_attention_disabled")
     return blocked
 
 
@@ -182,3 +192,39 @@ def disarm() -> int:
                 pass
     sys.meta_path.insert(0, _DisarmOnImport())
     return count
+
+
+_AUTOGRAD_DONE = False
+
+
+class _NoEngine:
+    """Stands in for autograd's C++ engine: every backward pass (any entry point) raises."""
+
+    def __getattr__(self, name):
+        return _raiser(f"torch.autograd engine.{name}", autograd=True)
+
+
+def block_autograd() -> None:
+    """Idempotent; for tasks such as ``sdpa_backward`` whose point is computing gradients by hand.
+
+    autograd's Python entry points (torch.autograd.grad/backward, Tensor.backward, the
+    functional and torch.func transforms) are replaced by raisers, and the engine object they
+    all end in is swapped for one that raises, so a backward reached another way fails too.
+    Like the attention block this is the defence in depth; the parent's verdict rests on its
+    own reference and on the trace of backward kernels (grader/checks/backward.py).
+    """
+    global _AUTOGRAD_DONE
+    if _AUTOGRAD_DONE:
+        return
+    _AUTOGRAD_DONE = True
+    import torch.autograd.functional
+    import torch.autograd.variable
+    import torch.func
+    targets = [(torch.autograd, "grad"), (torch.autograd, "backward"), (torch.Tensor, "backward")]
+    targets += [(torch.autograd.functional, n) for n in ("vjp", "jvp", "jacobian", "hessian", "vhp", "hvp")]
+    targets += [(torch.func, n) for n in ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
+                                          "linearize")]
+    for owner, attr in targets:
+        if hasattr(owner, attr):
+            setattr(owner, attr, _raiser(f"{getattr(owner, '__name__', 'torch')}.{attr}", autograd=True))
+    torch.autograd.variable.Variable._execution_engine = _NoEngine()

@@ -132,6 +132,8 @@ def load(req: dict) -> dict:
     STATE["path"] = req["path"]
     disarm.disarm()  # before any student code: torch's own attention raises from here on
     _seed_randomness()  # code that draws random numbers (dropout left on) draws the same ones in every child
+    if "autograd" in (req.get("block") or ()):  # the task is a hand-written backward
+        disarm.block_autograd()
     if not any(isinstance(f, _BlockedImports) for f in sys.meta_path):
         sys.meta_path.insert(0, _BlockedImports())
     try:
@@ -162,6 +164,9 @@ def load(req: dict) -> dict:
         params = None
     STATE["fn"] = fn
     return {"ok": True, "params": params}
+
+
+MAX_OUTPUTS = 8  # tensors in a tuple output (the parent refuses more)
 
 
 def _tensors_in(args, kwargs):
@@ -198,6 +203,12 @@ def call(req: dict) -> dict:
         resp["output"] = out.detach().as_subclass(torch.Tensor)
         resp["output_device"] = str(out.device)
         resp["requires_grad"] = bool(out.requires_grad)
+    elif (req.get("outputs", 1) > 1 and isinstance(out, (tuple, list)) and 0 < len(out) <= MAX_OUTPUTS
+          and all(isinstance(t, torch.Tensor) for t in out)):
+        # A task whose function returns several tensors (e.g. dQ, dK, dV): sent as a list.
+        resp["output"] = [t.detach().as_subclass(torch.Tensor) for t in out]
+        resp["output_device"] = str(out[0].device)
+        resp["requires_grad"] = any(t.requires_grad for t in out)
     if req.get("echo"):  # the inputs as they are after the call: the parent compares them itself
         resp["inputs_after"] = [t.detach().as_subclass(torch.Tensor) for _, t in _tensors_in(args, kwargs)]
 

@@ -34,7 +34,7 @@ class StudentError:
 @dataclass
 class CallResult:
     ok: bool
-    output: torch.Tensor | None = None
+    output: torch.Tensor | tuple | None = None   # a tuple of tensors only when the call asked for it
     output_type: str = ""
     output_device: str = ""
     requires_grad: bool = False
@@ -46,6 +46,29 @@ class CallResult:
     wall: float = 0.0               # request sent to answer read, measured here
     inputs_after: list | None = None
     blocked: list = field(default_factory=list)
+    memory_peak: int | None = None  # bytes the run's cgroup grew by during the call (parent-measured)
+
+
+class MemoryMeter:
+    """How much memory one call took, from the run's cgroup, read here in the parent.
+
+    The peak is reset just before the request goes out; ``peak()`` is then the growth above the
+    usage before the call. Where the kernel cannot reset it (cgroup v2 before Linux 6.12) the
+    run's earlier peak may stand in: an upper bound, never an underestimate.
+    """
+
+    def __init__(self, cgroup):
+        self.cgroup = cgroup
+        self.base = cgroup.memory_usage() if cgroup is not None else None
+        self.reset = cgroup.reset_memory_peak() if self.base is not None else False
+
+    def peak(self) -> int | None:
+        if self.base is None:
+            return None
+        now = self.cgroup.memory_peak()
+        if now is None:
+            return None
+        return max(0, now - self.base)
 
 
 @dataclass
@@ -64,9 +87,11 @@ class Session:
     """
 
     def __init__(self, source: str | bytes, function: str, *, level: str = "auto",
-                 limits: Limits | None = None, device: str = "cpu", filename: str = "submission.py"):
+                 limits: Limits | None = None, device: str = "cpu", filename: str = "submission.py",
+                 block: tuple = ()):
         from .backends import select_backend  # late: backends import this module's types
         self.source, self.function, self.device = source, function, device
+        self.block = tuple(block)  # more of torch switched off in the child (e.g. "autograd")
         self.limits = limits or Limits()
         self.backend = select_backend(level, self.limits, device)
         self.level = self.backend.level
@@ -168,8 +193,10 @@ class Session:
         if self.child is None:
             self.child = self.backend.spawn(self._dir)
             self.restarts += self.last_load is not None
-        answer = self._exchange({"op": "load", "path": self.child.path_of(self.path),
-                                 "function": self.function}, self._deadline(self.limits.load_seconds))
+        request = {"op": "load", "path": self.child.path_of(self.path), "function": self.function}
+        if self.block:
+            request["block"] = list(self.block)
+        answer = self._exchange(request, self._deadline(self.limits.load_seconds))
         if not isinstance(answer, StudentError):
             try:
                 answer = answers.check_load(answer)
@@ -191,11 +218,16 @@ class Session:
         return self.last_load
 
     def call(self, *args, grad_output: torch.Tensor | None = None, wrt: tuple = (),
-             trace: bool = False, timeout: float | None = None, echo: bool = False, **kwargs) -> CallResult:
+             trace: bool = False, timeout: float | None = None, echo: bool = False, outputs: int = 1,
+             measure_memory: bool = False, run_on: str | None = None, **kwargs) -> CallResult:
         """Run the student's function on ``args``/``kwargs`` (and backward, when ``wrt`` is given).
 
         ``wrt`` lists the positional argument indices to differentiate with respect to;
-        ``echo`` asks for the inputs back as they are after the call (``inputs_after``).
+        ``echo`` asks for the inputs back as they are after the call (``inputs_after``);
+        ``outputs`` > 1 lets a tuple of tensors come back (``output`` is then a tuple);
+        ``measure_memory`` reads the run's cgroup around the call (``memory_peak``, None where
+        the child has no cgroup); ``run_on`` runs this call on another device than the session's
+        (e.g. "cpu" on a GPU worker, where the cgroup sees host memory only).
         """
         spent = self._out_of_time()
         if spent:
@@ -205,14 +237,18 @@ class Session:
             if not loaded.ok:
                 return CallResult(False, error=loaded.error)
         args, wrt = list(args), list(wrt)
-        request = {"op": "call", "args": args, "kwargs": kwargs, "device": self.device,
+        request = {"op": "call", "args": args, "kwargs": kwargs, "device": run_on or self.device,
                    "wrt": wrt, "grad_output": grad_output, "trace": trace, "echo": echo}
+        if outputs > 1:  # only then: a one-output task's request is exactly what it always was
+            request["outputs"] = outputs
+        meter = MemoryMeter(getattr(self.child, "cgroup", None)) if measure_memory else None
         started = time.perf_counter()
         answer = self._exchange(request, self._deadline(timeout), answers.byte_budget(args, kwargs))
         wall = time.perf_counter() - started
+        memory_peak = meter.peak() if meter else None
         if not isinstance(answer, StudentError):
             try:
-                answer = answers.check_call(answer, args, kwargs, wrt, echo)
+                answer = answers.check_call(answer, args, kwargs, wrt, echo, outputs)
             except answers.ProtocolViolation as exc:
                 answer = self._violation(str(exc))
         if isinstance(answer, StudentError):
@@ -227,4 +263,4 @@ class Session:
             output_device=answer["output_device"], requires_grad=answer["requires_grad"],
             grads=answer["grads"], grad_error=answer["grad_error"], ops=answer["ops"],
             elapsed=answer["elapsed"], wall=wall, inputs_after=answer["inputs_after"],
-            blocked=answer["blocked"])
+            blocked=answer["blocked"], memory_peak=memory_peak)

@@ -1,27 +1,94 @@
-"""The graded tasks: what students write, how it is checked and how many points each family is worth.
+"""The graded tasks: one module per task, found in this package and through entry points.
 
-The specs and templates are plain files next to this module and can be read without torch
-(``attn-grader tasks`` and ``template`` stay instant); ``TASKS`` imports the checks on first use.
+A task module defines ``TASK = Task(...)``: what students write (spec and template, plain
+files next to the module, ``<id>.md`` and ``<id>_template.py.tmpl``), how it is called, its
+points per family, and a ``build`` function that returns its checks. The module itself
+imports no torch, so ``attn-grader tasks`` and ``template`` stay instant; ``Task.checks``
+calls ``build`` on first use.
+
+A course ships its own task without forking the grader: a package with the same layout and
+an entry point in the ``attn_grader.tasks`` group pointing at its ``Task`` object, e.g. in
+its pyproject.toml::
+
+    [project.entry-points."attn_grader.tasks"]
+    softmax = "my_course.softmax_task:TASK"
 """
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
+import warnings
 from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TASK_IDS = ("sdpa", "mha")
-TITLES = {"sdpa": ("Scaled dot-product attention", "scaled_dot_product_attention"),
-          "mha": ("Multi-head attention", "multi_head_attention")}
+ENTRY_POINT_GROUP = "attn_grader.tasks"
 
 
-def spec_markdown(task_id: str) -> str:
-    with open(os.path.join(HERE, f"{task_id}.md"), encoding="utf-8") as f:
-        return f.read()
+@dataclass
+class Fingerprint:
+    """How ``forbidden.runtime`` recognises torch's fused kernel in this task's outputs.
+
+    ``sample(ctx)`` draws the arguments of an ordinary call on which the kernel applies;
+    ``builtin(args, kwargs)`` is the kernel's output on them (None where it does not apply);
+    ``plain(args, kwargs)`` lists plain formulas that may round like it (then nothing is proved).
+    """
+    sample: Callable
+    builtin: Callable
+    plain: Callable
 
 
-def template(task_id: str) -> str:
-    with open(os.path.join(HERE, f"{task_id}_template.py.tmpl"), encoding="utf-8") as f:
-        return f.read()
+@dataclass
+class Grading:
+    """What ``Task.build`` returns: the checks (in report order) and the fingerprint, if any.
+
+    A check that reads another's verdict declares it (``Check(needs=...)``); the order is then
+    fixed here so that every check runs after what it needs, whatever order the list gives.
+    """
+    checks: list
+    fingerprint: Fingerprint | None = None
+
+    def __post_init__(self):
+        self.checks = ordered_by_needs(self.checks)
+
+
+def with_common_checks(own: list, *, post: tuple = ()) -> list:
+    """A task's own checks framed by the ones every task has: the source scan first, then the
+    task's checks, the in-place check, the task's own post-phase checks and forbidden.runtime last."""
+    from ..checks import forbidden, properties
+    from ..checks.base import Check
+
+    return [Check("forbidden.static", forbidden.static_check), *own,
+            Check("inputs.unchanged", properties.inputs_unchanged), *post,
+            Check("forbidden.runtime", forbidden.runtime_check, post=True)]
+
+
+def ordered_by_needs(checks: list) -> list:
+    """The checks in their given order, except that each comes after the checks it needs."""
+    by_id = {c.id: c for c in checks}
+    for c in checks:
+        for need in getattr(c, "needs", ()):
+            if need not in by_id:
+                raise ValueError(f"check {c.id!r} needs {need!r}, which the task does not have")
+            if by_id[need].post and not c.post:
+                raise ValueError(f"check {c.id!r} needs the post-phase check {need!r}, which runs after it")
+    placed, out = set(), []
+
+    def place(c, path=()):
+        if c.id in placed:
+            return
+        if c.id in path:
+            raise ValueError(f"checks need each other in a circle: {' -> '.join(path + (c.id,))}")
+        for need in getattr(c, "needs", ()):
+            place(by_id[need], path + (c.id,))
+        placed.add(c.id)
+        out.append(c)
+
+    for c in checks:
+        place(c)
+    return out
 
 
 @dataclass
@@ -29,23 +96,121 @@ class Task:
     id: str
     title: str
     function: str
+    home: str                       # the task module's __file__: spec and template lie next to it
     positional: int                 # positional arguments the grader passes
     keywords: tuple                 # keyword arguments the grader may pass
+    arg_names: tuple                # names of the positional arguments, for messages
     points: dict                    # family -> points (sum 100); 0 = optional, reported only
-    checks: list = field(default_factory=list)
+    build: Callable[[], Grading]    # imports torch and the checks; called once, on first use
+    order: int = 1000               # place in listings (built-in tasks: 10, 20, ...)
+    outputs: int = 1                # 1: the function returns a tensor; n > 1: a tuple of n tensors
+    gpu_suite: bool = False         # the half-precision GPU suite applies (it calls the sdpa signature)
+    block: tuple = ()               # more of torch switched off in the child: "autograd"
+    _grading: Grading | None = field(default=None, repr=False, compare=False)
+
+    def _built(self) -> Grading:
+        if self._grading is None:
+            grading = self.build()
+            if not isinstance(grading, Grading):
+                raise TypeError(f"task {self.id!r}: build() returned {type(grading).__name__}, not a Grading")
+            self._grading = grading
+        return self._grading
+
+    @property
+    def checks(self) -> list:
+        return self._built().checks
+
+    @property
+    def fingerprint(self) -> Fingerprint | None:
+        return self._built().fingerprint
+
+    def _file(self, suffix: str) -> str:
+        return os.path.join(os.path.dirname(os.path.abspath(self.home)), f"{self.id}{suffix}")
 
     @property
     def spec_markdown(self) -> str:
-        return spec_markdown(self.id)
+        with open(self._file(".md"), encoding="utf-8") as f:
+            return f.read()
 
     @property
     def template(self) -> str:
-        return template(self.id)
+        with open(self._file("_template.py.tmpl"), encoding="utf-8") as f:
+            return f.read()
+
+
+def _package_tasks() -> list[Task]:
+    found = []
+    for info in pkgutil.iter_modules([HERE]):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        task = getattr(module, "TASK", None)
+        if isinstance(task, Task):
+            found.append(task)
+    return found
+
+
+def _entry_point_tasks() -> list[tuple[Task, str]]:
+    found = []
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            task = ep.load()
+        except Exception as exc:  # one broken course package must not take the grader down
+            warnings.warn(f"task entry point {ep.name} = {ep.value} cannot be loaded: "
+                          f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=3)
+            continue
+        if not isinstance(task, Task):
+            warnings.warn(f"task entry point {ep.name} = {ep.value} is a {type(task).__name__}, not a "
+                          f"grader.tasks.Task", RuntimeWarning, stacklevel=3)
+            continue
+        found.append((task, f"entry point {ep.name} = {ep.value}"))
+    return found
+
+
+def discover() -> dict[str, Task]:
+    """Every registered task by id: this package's modules, then the entry points, each by order."""
+    tasks: dict[str, Task] = {}
+    for task in sorted(_package_tasks(), key=lambda t: (t.order, t.id)):
+        tasks[task.id] = task
+    for task, source in sorted(_entry_point_tasks(), key=lambda pair: (pair[0].order, pair[0].id)):
+        if task.id in tasks:
+            warnings.warn(f"task {task.id!r} from {source} is ignored: a task with that id is already "
+                          f"registered", RuntimeWarning, stacklevel=2)
+            continue
+        tasks[task.id] = task
+    return tasks
+
+
+_REGISTRY: dict[str, Task] | None = None
+
+
+def registry(refresh: bool = False) -> dict[str, Task]:
+    """The registered tasks (found once per process; ``refresh`` looks again, e.g. after an install)."""
+    global _REGISTRY
+    if _REGISTRY is None or refresh:
+        _REGISTRY = discover()
+    return _REGISTRY
+
+
+def get_task(task_id: str) -> Task:
+    tasks = registry()
+    if task_id not in tasks:
+        raise ValueError(f"unknown task {task_id!r}; choose one of {', '.join(tasks)}")
+    return tasks[task_id]
+
+
+def spec_markdown(task_id: str) -> str:
+    return get_task(task_id).spec_markdown
+
+
+def template(task_id: str) -> str:
+    return get_task(task_id).template
 
 
 def __getattr__(name):
-    if name == "TASKS":  # imported lazily: the checks need torch
-        from . import mha, sdpa
-        globals()["TASKS"] = {t.id: t for t in (sdpa.TASK, mha.TASK)}
-        return globals()["TASKS"]
+    # Read on every access, so a refreshed registry is what everybody sees.
+    if name == "TASKS":
+        return registry()
+    if name == "TASK_IDS":
+        return tuple(registry())
+    if name == "TITLES":
+        return {t.id: (t.title, t.function) for t in registry().values()}
     raise AttributeError(name)

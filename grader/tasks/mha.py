@@ -1,17 +1,14 @@
 """Task ``mha``: multi-head attention from four projection matrices."""
-from ..checks import forbidden, gradients, heads, masks, properties, scale
-from ..checks.base import Check
-from . import Task
+from . import Grading, Task, with_common_checks
 
-import torch
 
-TASK = Task(
-    id="mha", title="Multi-head attention", function="multi_head_attention",
-    positional=7, keywords=("attn_mask", "is_causal"),
-    points={"load": 5, "forbidden": 5, "output": 20, "dtype": 5, "heads": 20, "scale": 15, "mask": 10,
-            "causal": 10, "batch": 3, "grad": 5, "inputs": 2, "precision": 0},
-    checks=[
-        Check("forbidden.static", forbidden.static_check),
+def build() -> Grading:
+    import torch
+
+    from ..checks import forbidden, gradients, heads, masks, properties, scale
+    from ..checks.base import Check
+
+    return Grading(fingerprint=forbidden.MHA_FINGERPRINT, checks=with_common_checks([
         Check("output.self_attention", heads.self_attention),
         Check("output.cross_attention", heads.cross_attention),
         Check("output.float64", heads.float64),
@@ -19,7 +16,7 @@ TASK = Task(
         Check("dtype.float32", heads.dtype_case(torch.float32)),
         Check("dtype.float64", heads.dtype_case(torch.float64)),
         Check("heads.single_head", heads.single_head),
-        Check("heads.split_merge", heads.split_merge, 3),
+        Check("heads.split_merge", heads.split_merge, 3, needs=("heads.single_head",)),
         Check("scale.default", scale.mha_default),
         Check("mask.bool", masks.mha_bool),
         Check("mask.float", masks.mha_float),
@@ -29,7 +26,14 @@ TASK = Task(
         Check("grad.reference", gradients.mha_reference),
         Check("grad.gradcheck", gradients.mha_gradcheck),
         Check("precision.float64", heads.precision),
-        Check("inputs.unchanged", properties.inputs_unchanged),
-        Check("forbidden.runtime", forbidden.runtime_check, post=True),
-    ],
+    ]))
+
+
+TASK = Task(
+    id="mha", title="Multi-head attention", function="multi_head_attention", home=__file__,
+    positional=7, keywords=("attn_mask", "is_causal"),
+    arg_names=("x_q", "x_kv", "w_q", "w_k", "w_v", "w_o", "num_heads"),
+    points={"load": 5, "forbidden": 5, "output": 20, "dtype": 5, "heads": 20, "scale": 15, "mask": 10,
+            "causal": 10, "batch": 3, "grad": 5, "inputs": 2, "precision": 0},
+    build=build, order=20,
 )

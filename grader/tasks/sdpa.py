@@ -1,18 +1,14 @@
 """Task ``sdpa``: scaled_dot_product_attention with torch's calling convention (no dropout)."""
-from ..checks import forbidden, gradients, masks, output, properties, scale, stability, weights
-from ..checks.base import Check
-from . import Task
+from . import Grading, Task, with_common_checks
 
-import torch
 
-TASK = Task(
-    id="sdpa", title="Scaled dot-product attention", function="scaled_dot_product_attention",
-    positional=3, keywords=("attn_mask", "is_causal", "scale"),
-    points={"load": 5, "forbidden": 5, "output": 20, "dtype": 5, "scale": 15, "weights": 5, "mask": 15,
-            "causal": 10, "stability": 5, "batch": 3, "grad": 10, "inputs": 2,
-            "permutation": 0, "fully_masked": 0, "speed": 0, "precision": 0},
-    checks=[
-        Check("forbidden.static", forbidden.static_check),
+def build() -> Grading:
+    import torch
+
+    from ..checks import forbidden, gradients, masks, output, properties, scale, stability, weights
+    from ..checks.base import Check
+
+    return Grading(fingerprint=forbidden.SDPA_FINGERPRINT, checks=with_common_checks([
         Check("output.shapes", output.shapes, 2),
         Check("output.broadcast", output.broadcast),
         Check("output.fresh", output.fresh),
@@ -34,12 +30,19 @@ TASK = Task(
         Check("stability.float64", stability.float64),
         Check("batch.independent", properties.sdpa_batch),
         Check("grad.reference", gradients.sdpa_reference),
-        Check("grad.gradcheck", gradients.sdpa_gradcheck),
+        Check("grad.gradcheck", gradients.sdpa_gradcheck, needs=("batch.independent",)),
         Check("permutation.keys_queries", properties.permutation),
         Check("fully_masked.zeros", properties.fully_masked),
         Check("speed.relative", properties.speed),
         Check("precision.float64", output.precision),
-        Check("inputs.unchanged", properties.inputs_unchanged),
-        Check("forbidden.runtime", forbidden.runtime_check, post=True),
-    ],
+    ]))
+
+
+TASK = Task(
+    id="sdpa", title="Scaled dot-product attention", function="scaled_dot_product_attention", home=__file__,
+    positional=3, keywords=("attn_mask", "is_causal", "scale"), arg_names=("query", "key", "value"),
+    points={"load": 5, "forbidden": 5, "output": 20, "dtype": 5, "scale": 15, "weights": 5, "mask": 15,
+            "causal": 10, "stability": 5, "batch": 3, "grad": 10, "inputs": 2,
+            "permutation": 0, "fully_masked": 0, "speed": 0, "precision": 0},
+    build=build, order=10, gpu_suite=True,
 )

@@ -1,0 +1,91 @@
+"""Judging a call whose function returns several tensors (``Task.outputs`` > 1), written once.
+
+A task gives the names and shapes of its outputs, its float64 and same-dtype references and
+its known-bug variants; ``judge`` calls the student, compares every output with the tolerance
+rule, and on a miss names the bug whose variant all the outputs together match.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from .base import Fail
+from .tolerance import OUTPUT_MULTIPLIER, allowance, compare, relative_error
+from .variants import identify
+
+
+@dataclass
+class Outputs:
+    """How one task's tuple is judged."""
+    names: tuple                    # e.g. ("dQ", "dK", "dV")
+    explain: Callable[[str], str]   # bug name -> the sentence for the student
+    multiplier: float = OUTPUT_MULTIPLIER
+    floor_factor: float = 1.0
+
+
+def flat(tensors) -> torch.Tensor:
+    return torch.cat([t.double().reshape(-1) for t in tensors])
+
+
+def judge(ctx, spec: Outputs, args: tuple, kwargs: dict, *, shapes: list, ref64, same, variants: Callable,
+          what: str, shape_hint: Callable | None = None) -> tuple:
+    """Call, compare each output, diagnose. Returns (outputs, worst error); raises Fail on a miss.
+
+    ``variants()`` is called only on a miss and returns {bug: tuple of tensors (or None)};
+    ``shape_hint(name, shape)`` may name the bug a wrong output shape gives away.
+    """
+    result = ctx.call(*args, during=what, **kwargs)
+    try:
+        outs = ctx.tuple_out(result, shapes, spec.names, what)
+    except Fail as miss:
+        name, shape = miss.details.get("output"), miss.details.get("output_shape")
+        cause = shape_hint(name, shape) if shape_hint and name and shape else None
+        if cause:
+            raise Fail(f"{miss.message}. Likely cause: {spec.explain(cause)}.",
+                       {**miss.details, "diagnosis": cause}) from None
+        raise
+    dtype = args[0].dtype
+    worst, failures = 0.0, []
+    for name, out, r64, rs in zip(spec.names, outs, ref64, same):
+        cmp = compare(out, r64, allowance(r64, rs, dtype, spec.multiplier, spec.floor_factor))
+        worst = max(worst, cmp.max_error)
+        if not cmp.ok:
+            failures.append((name, cmp))
+        elif out.dtype != dtype:
+            raise Fail(f"{what}: your {name} is {str(out.dtype).replace('torch.', '')} for "
+                       f"{str(dtype).replace('torch.', '')} inputs: return the inputs' dtype",
+                       {"output": name, "output_dtype": str(out.dtype)})
+    if not failures:
+        ctx.attention_seen = True
+        return outs, worst
+    # NaN in a variant is where that bug leaves a row with nothing to attend to: it matches NaN (or
+    # zero) in the output there, never anything else (identify alone would take it as a wildcard,
+    # and a variant that is mostly NaN would then match every output).
+    candidates = {bug: torch.nan_to_num(flat(v), nan=0.0) for bug, v in variants().items()
+                  if v is not None and all(a.shape == b.shape for a, b in zip(v, outs))}
+    got = torch.nan_to_num(flat(outs), nan=0.0)
+    cause = identify(got, candidates, relative_error(got, flat(ref64)))
+    if cause:
+        ctx.attention_seen = True  # a named bug of this task: the function computes what the task is about
+    name, cmp = failures[0]
+    details = {"case": what, "wrong": [n for n, _ in failures], "diagnosis": cause, **cmp.details()}
+    raise Fail(f"{what}: {', '.join(n for n, _ in failures)} wrong; {name}: {cmp.describe()}."
+               + (f" Likely cause: {spec.explain(cause)}." if cause else ""), details)
+
+
+def dtype_case(dtype, make_args: Callable, spec: Outputs, shapes_of: Callable):
+    """``dtype.*``: every output a finite tensor of the inputs' dtype (values are the output checks' job)."""
+    def check(ctx):
+        args = make_args(ctx, dtype)
+        result = ctx.call(*args, during=f"{dtype} inputs")
+        outs = ctx.tuple_out(result, shapes_of(args), spec.names)
+        for name, out in zip(spec.names, outs):
+            if out.dtype != dtype:
+                raise Fail(f"for {str(dtype).replace('torch.', '')} inputs your {name} is "
+                           f"{str(out.dtype).replace('torch.', '')}", {"output": name, "output_dtype": str(out.dtype)})
+            if not torch.isfinite(out).all():
+                raise Fail(f"your {name} has NaN or infinite values on ordinary inputs")
+        return f"{len(spec.names)} {str(dtype).replace('torch.', '')} tensors of the expected shapes"
+    return check

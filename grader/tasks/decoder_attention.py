@@ -1,0 +1,30 @@
+"""Task ``decoder_attention``: causal self-attention and cross-attention over a padded batch."""
+from . import Grading, Task, with_common_checks
+
+
+def build() -> Grading:
+    import torch
+
+    from ..checks import decoder
+    from ..checks.base import Check
+
+    return Grading(checks=with_common_checks([
+        Check("output.shapes", decoder.shapes, 2),
+        Check("output.float64", decoder.float64),
+        Check("dtype.float32", decoder.dtype_case(torch.float32)),
+        Check("dtype.float64", decoder.dtype_case(torch.float64)),
+        Check("padding.target", decoder.padding_target),
+        Check("padding.memory", decoder.padding_memory),
+        Check("causal.self", decoder.causal_self),
+        Check("cross.not_causal", decoder.cross_not_causal),
+        Check("lengths.edges", decoder.length_edges),
+    ]))
+
+
+TASK = Task(
+    id="decoder_attention", title="Decoder attention over a padded batch", function="decoder_attention",
+    home=__file__, positional=4, keywords=(), arg_names=("target", "memory", "target_lengths", "memory_lengths"),
+    points={"load": 5, "forbidden": 5, "output": 25, "dtype": 5, "padding": 25, "causal": 10, "cross": 10,
+            "lengths": 10, "inputs": 5},
+    build=build, order=40, outputs=2,
+)

@@ -1,0 +1,29 @@
+"""Task ``tiled_attention``: the forward pass in key blocks with an online softmax, memory measured."""
+from . import Grading, Task, with_common_checks
+
+
+def build() -> Grading:
+    import torch
+
+    from ..checks import forbidden, tiled
+    from ..checks.base import Check
+
+    return Grading(fingerprint=forbidden.TILED_FINGERPRINT, checks=with_common_checks([
+        Check("output.shapes", tiled.shapes, 2),
+        Check("output.block_sizes", tiled.block_extremes),
+        Check("output.float64", tiled.float64),
+        Check("dtype.float32", tiled.dtype_case(torch.float32)),
+        Check("dtype.float64", tiled.dtype_case(torch.float64)),
+        Check("online.rescale", tiled.rescale),
+        Check("stability.large_scores", tiled.large_scores),
+        Check("memory.long_sequence", tiled.long_sequence_memory),
+    ]))
+
+
+TASK = Task(
+    id="tiled_attention", title="Tiled attention with an online softmax", function="tiled_attention",
+    home=__file__, positional=4, keywords=(), arg_names=("query", "key", "value", "block_size"),
+    points={"load": 5, "forbidden": 5, "output": 30, "dtype": 5, "online": 15, "stability": 10, "memory": 25,
+            "inputs": 5},
+    build=build, order=50,
+)
