@@ -35,7 +35,10 @@ def charge_once(checks: list, families) -> list[dict]:
                     c.details["diagnosis"] = owner["diagnosis"]
                 del causes[name]
                 continue
-        if not home:  # its family passed or it has none: charge it where it first shows
+        if cause["family"] is None:  # a bug this grader has no home family for: every check it
+            home = explained            # breaks is charged, as without this rule
+            cause["family"] = explained[0].id.split(".")[0]
+        elif not home:  # its family passed: charge it where it first shows
             home = explained[:1]
             cause["family"] = home[0].id.split(".")[0]
         cause["_home"], cause["_explained"] = home, explained

@@ -228,13 +228,23 @@ def identify(out: torch.Tensor, variants: dict, ref_error: float, allow_all_nan:
 
 
 def explain(name: str | None) -> str:
-    return BUGS.get(name, "") if name else ""
+    """The sentence for a named bug: attention's own (above), else a task's (its checks' BUGS)."""
+    if not name:
+        return ""
+    if name in BUGS:
+        return BUGS[name]
+    import importlib
+    for module in ("backward", "decoder", "tiled"):
+        text = getattr(importlib.import_module(f"grader.checks.{module}"), "BUGS", {}).get(name)
+        if text:
+            return text
+    return ""
 
 
 # The family each named bug is charged to (the first of these the task has): the check family
 # that tests that very thing. Elsewhere the same bug is a knock-on and costs nothing more.
 HOME = {
-    "no_scale": ("scale",), "scale_dk": ("scale",), "scale_sqrt_mult": ("scale",),
+    "no_scale": ("scale", "output"), "scale_dk": ("scale",), "scale_sqrt_mult": ("scale",),
     "scale_ignored": ("scale",), "scale_twice": ("scale",), "scale_dmodel": ("scale",),
     "scale_constant": ("scale",),
     "scale_after_softmax": ("weights", "scale"), "softmax_queries": ("weights", "output"),
@@ -248,6 +258,19 @@ HOME = {
     "batch_mixed": ("batch",), "no_out_proj": ("output",), "weights_not_transposed": ("output",),
     "mask_heads_repeat": ("mask",), "mask_first_head": ("mask",), "residual_layernorm": ("output",),
     "inputs_modified": ("inputs",),
+    # sdpa_backward (grader/checks/backward.py)
+    "no_jacobian_outer": ("jacobian",), "no_scale_in_grads": ("scale",), "mask_not_in_ds": ("mask",),
+    "dv_not_transposed": ("output",), "dk_not_transposed": ("output",), "dq_transposed": ("output",),
+    "dq_dk_swapped": ("output",), "float_mask_ignored_in_grads": ("mask",),
+    # decoder_attention (grader/checks/decoder.py)
+    "padding_polarity": ("padding",), "padding_on_queries": ("padding",), "causal_in_cross": ("cross",),
+    "self_not_causal": ("causal",), "lengths_plus_one": ("lengths",), "lengths_minus_one": ("lengths",),
+    "padded_rows_not_zeroed": ("padding",), "memory_lengths_for_target": ("padding",),
+    "cross_queries_from_target": ("output",),
+    # tiled_attention (grader/checks/tiled.py)
+    "no_accumulator_rescale": ("online",), "normaliser_before_rescale": ("online",),
+    "block_edge_off_by_one": ("output",), "last_partial_block_dropped": ("output",),
+    "no_final_division": ("output",),
     "nondeterministic": ("output",), "low_precision": ("dtype", "output"),
     "float32_precision": ("dtype", "output"),
 }
