@@ -193,7 +193,8 @@ class StrictChild:
             extra += self.cgroup.join_fds()
             extra += [os.open(os.path.join(submission_dir, n), os.O_RDONLY | os.O_CLOEXEC) for n in names]
             request = {"uid": self.slot.uid, "n_cgroup": len(self.cgroup.dirs), "files": names,
-                       "tmp_size": limits.tmp_size, "device": device, "warm": warm, "threads": threads,
+                       "tmp_size": limits.tmp_size, "memory_bytes": limits.memory_bytes,
+                       "device": device, "warm": warm, "threads": threads,
                        "env": policy.child_env(device, threads),
                        "rlimits": policy.rlimits(limits, device, memory_cgroup=True)}
             self.pid = zygote.spawn(request, child_ends + extra)

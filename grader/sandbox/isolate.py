@@ -123,6 +123,7 @@ def build_root(new_root: str, plan: dict, files: dict, tmp_size: int) -> None:
     proc = new_root + policy.PROC_MOUNT
     os.makedirs(proc)
     mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    mask_proc(new_root, proc, plan.get("proc_masks", {}))
     if plan.get("sys"):
         bind(policy.GPU_SYS, new_root + policy.GPU_SYS)
     sub = new_root + policy.SUBMISSION_DIR
@@ -133,6 +134,28 @@ def build_root(new_root: str, plan: dict, files: dict, tmp_size: int) -> None:
             f.write(data)
         os.chmod(os.path.join(sub, name), 0o644)
     mount(None, sub, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def mask_proc(new_root: str, proc: str, masks: dict) -> None:
+    """Bind a synthetic file over each host-wide /proc file (``policy.masked_proc_files``).
+
+    The sources live on a tmpfs of their own, detached once bound: the binds keep its files, and
+    nothing of it shows in the root (unlinked sources on the root would block its read-only remount).
+    """
+    staging = new_root + "/.proc-masks"
+    os.makedirs(staging)
+    mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1m,mode=700")
+    for name, text in masks.items():
+        target = os.path.join(proc, name)
+        if not os.path.exists(target):
+            continue  # not on this kernel
+        source = os.path.join(staging, name.replace("/", "-"))
+        with open(source, "w") as f:
+            f.write(text)
+        mount(source, target, None, MS_BIND)
+        mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _check(libc.umount2(os.fsencode(staging), ctypes.c_int(MNT_DETACH)), "umount the /proc masks' source")
+    os.rmdir(staging)
 
 
 def pivot_into(new_root: str) -> None:

@@ -112,6 +112,29 @@ SUBMISSION_TMPFS = "size=16m,mode=755"
 SUBMISSION_FILE_BYTES = 16 * MiB    # each file, refused above
 SUBMISSION_FILES = 8                # at most this many files are handed over
 PROC_MOUNT = "/proc"                # the child's own pid namespace only; nosuid, nodev, noexec
+# /proc files that are host-wide whatever the pid namespace: they would show the host's load,
+# memory, uptime and disks. Each gets a synthetic file bound over it (as LXCFS and nsjail do),
+# describing the run instead. The child's own mount table (pid 1's, also /proc/mounts) is emptied:
+# it names host devices and the host paths its binds come from.
+MASKED_PROC_FILES = ("loadavg", "meminfo", "stat", "uptime", "swaps", "vmstat", "diskstats",
+                     "partitions", "1/mounts", "1/mountinfo", "1/mountstats")
+
+
+def masked_proc_files(memory_bytes: int, cpus) -> dict:
+    """Their contents for one run: its memory limit as the machine's memory, its CPUs idle, no
+    load, no disks, no mounts. ``cpus``: the CPU numbers the child may run on."""
+    kib = memory_bytes // KiB
+    meminfo = "".join(f"{name + ':':<16}{value:>8} kB\n" for name, value in (
+        ("MemTotal", kib), ("MemFree", kib), ("MemAvailable", kib), ("Buffers", 0), ("Cached", 0),
+        ("SwapCached", 0), ("SwapTotal", 0), ("SwapFree", 0), ("Shmem", 0)))
+    idle = " 0 0 0 0 0 0 0 0 0 0\n"
+    stat = ("cpu " + idle + "".join(f"cpu{n}{idle}" for n in sorted(cpus))
+            + "intr 0\nctxt 0\nbtime 0\nprocesses 1\nprocs_running 1\nprocs_blocked 0\nsoftirq 0\n")
+    files = {"loadavg": "0.00 0.00 0.00 1/1 1\n", "meminfo": meminfo, "stat": stat, "uptime": "0.00 0.00\n",
+             "swaps": "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n", "vmstat": "",
+             "diskstats": "", "partitions": "major minor  #blocks  name\n\n"}
+    files.update({name: "" for name in MASKED_PROC_FILES if name not in files})
+    return files
 
 
 def etc_files(uid: int) -> dict:
@@ -201,6 +224,7 @@ def describe(limits: Limits | None = None, threads: int = 1) -> dict:
             SUBMISSION_DIR: f"tmpfs ({SUBMISSION_TMPFS}), read-only, noexec; at most {SUBMISSION_FILES} "
                             f"files of {SUBMISSION_FILE_BYTES} bytes",
             PROC_MOUNT: "proc of the child's own pid namespace, nosuid, nodev, noexec",
+            "masked_in_proc": [f"{PROC_MOUNT}/{name}" for name in MASKED_PROC_FILES],
             "gpu_only": [GPU_NODE_PREFIX + "* (dev-bound)", GPU_SYS + " (read-only)"],
         },
         "environment": {"zygote": zygote_env(), "child": child_env("cpu"),

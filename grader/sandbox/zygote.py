@@ -101,6 +101,7 @@ def run_child(req: dict, fds: dict, files: dict) -> None:
     isolate.mount(None, "/", None, isolate.MS_REC | isolate.MS_PRIVATE)
     plan = dict(PLAN, etc=policy.etc_files(req["uid"]))
     plan["etc"]["ld.so.cache"] = LD_CACHE
+    plan["proc_masks"] = policy.masked_proc_files(req["memory_bytes"], os.sched_getaffinity(0))
     if req.get("device", "cpu") == "cpu":
         plan["gpu_nodes"], plan["sys"] = [], False
     new_root = pick_root(plan)
