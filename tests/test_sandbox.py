@@ -306,8 +306,10 @@ def test_seccomp_program_compiles():
                                                                       "isolate.py"))
     iso = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(iso)
-    program = iso.seccomp_program()
+    program = iso.seccomp_program("deny-list")
     assert len(program) > 8 * len(iso.policy.SECCOMP_DENIED) and len(program) % 8 == 0
+    program = iso.seccomp_program("allow-list")
+    assert len(program) > 8 * len(iso.policy.SECCOMP_ALLOWED) and len(program) % 8 == 0
 
 
 def _fake_cgroupfs(tmp_path, mount_lines, own):

@@ -120,3 +120,68 @@ def test_run_cgroups_cap_cpu_where_the_host_has_the_controller():
                 assert f.read().split() == [str(2 * policy.CPU_PERIOD_US), str(policy.CPU_PERIOD_US)]
     finally:
         assert run.remove()
+
+
+# -- seccomp -----------------------------------------------------------------------------------
+def test_the_allow_list_and_the_deny_list_do_not_overlap():
+    allowed = set(policy.SECCOMP_ALLOWED) | set(policy.SECCOMP_ALLOWED_GPU) | {"socket", "clone", "ioctl"}
+    assert allowed.isdisjoint(policy.SECCOMP_DENIED)
+    assert {"execve", "execveat", "clone3", "ptrace", "unshare"}.isdisjoint(policy.SECCOMP_ALLOWED)
+    assert set(policy.IOCTLS_ALLOWED.values()).isdisjoint(policy.IOCTLS_DENIED.values())
+
+
+def test_seccomp_mode_is_a_setting_with_a_clear_error(monkeypatch):
+    assert policy.seccomp_mode("cpu") == policy.SECCOMP_DEFAULT_MODE == "allow-list"
+    assert policy.seccomp_mode("cuda") == "deny-list"  # until CUDA's calls are measured
+    monkeypatch.setenv("ATTN_GRADER_SANDBOX_SECCOMP", "deny-list")
+    assert policy.seccomp_mode("cpu") == "deny-list"
+    monkeypatch.setenv("ATTN_GRADER_SANDBOX_SECCOMP", "paranoid")
+    with pytest.raises(ValueError, match="choose one of allow-list, deny-list, log"):
+        policy.seccomp_mode()
+
+
+SYSCALL_PROBE = r'''
+import ctypes, errno, fcntl, os, socket, threading
+libc = ctypes.CDLL(None, use_errno=True)
+def outcome(result):
+    return "ok" if result >= 0 else errno.errorcode[ctypes.get_errno()]
+def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    seen = {}
+    seen["personality"] = outcome(libc.syscall(135, ctypes.c_ulong(0xffffffff)))   # x86_64 personality
+    seen["execve"] = outcome(libc.execv(b"/usr/bin/true", (ctypes.c_char_p * 2)(b"true", None)))
+    seen["unshare_user"] = outcome(libc.unshare(0x10000000))
+    r, w = os.pipe()
+    for name, request in (("tiocsti", 0x5412), ("tiocsti_high_bits", 0x100005412), ("fionread", 0x541B)):
+        seen[name] = outcome(libc.syscall(16, r, ctypes.c_ulong(request), ctypes.byref(ctypes.c_int(0))))
+    for family in ("AF_INET", "AF_UNIX"):
+        try:
+            socket.socket(getattr(socket, family)).close()
+            seen[family] = "ok"
+        except OSError as exc:
+            seen[family] = errno.errorcode[exc.errno]
+    box = []
+    t = threading.Thread(target=lambda: box.append(1))
+    t.start(); t.join()
+    seen["thread"] = box == [1]
+    pid = os.fork()
+    if pid == 0:
+        os._exit(7)
+    seen["fork"] = os.waitpid(pid, 0)[1] >> 8
+    print(repr(seen))
+    return q
+'''
+
+
+@needs_strict
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the probe uses x86_64 syscall numbers")
+def test_the_allow_list_refuses_what_it_does_not_name_and_keeps_what_python_needs():
+    import torch
+    q = torch.ones(1, 1, 2, 2)
+    with Session(SYSCALL_PROBE, "sdpa", level="strict", limits=LIMITS) as s:
+        assert s.call(q, q, q).ok, s.stderr
+        seen = eval(s.stdout.strip().splitlines()[-1])  # our own probe's repr of plain literals
+    assert seen["personality"] == seen["execve"] == "ENOSYS"   # not on the list
+    assert seen["unshare_user"] == "ENOSYS"
+    assert seen["tiocsti"] == seen["tiocsti_high_bits"] == "ENOSYS" and seen["fionread"] == "ok"
+    assert seen["AF_INET"] == "EAFNOSUPPORT" and seen["AF_UNIX"] == "ok"
+    assert seen["thread"] is True and seen["fork"] == 7

@@ -195,7 +195,7 @@ class StrictChild:
             request = {"uid": self.slot.uid, "n_cgroup": len(self.cgroup.dirs), "files": names,
                        "tmp_size": limits.tmp_size, "memory_bytes": limits.memory_bytes,
                        "device": device, "warm": warm, "threads": threads,
-                       "env": policy.child_env(device, threads),
+                       "env": policy.child_env(device, threads), "seccomp": policy.seccomp_mode(device),
                        "rlimits": policy.rlimits(limits, device, memory_cgroup=True)}
             self.pid = zygote.spawn(request, child_ends + extra)
         except BaseException:

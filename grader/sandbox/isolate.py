@@ -188,28 +188,56 @@ def drop_privileges(uid: int) -> None:
 
 
 # -- seccomp -------------------------------------------------------------------------------
-def seccomp_program() -> bytes:
-    """Compile ``policy``'s filter once (in the zygote); children only load the bytes (~3 ms each)."""
+IOCTL_REQUEST_BITS = 0xFFFFFFFF  # ioctl's request is an unsigned int: the kernel ignores the rest
+
+
+def seccomp_program(mode: str) -> bytes:
+    """Compile ``policy``'s filter for ``mode`` (see ``policy.seccomp_mode``) once, in the zygote;
+    children only load the bytes (saves ~3 ms each).
+
+    libseccomp takes a syscall's rules as alternatives and an unconditional rule wins over
+    conditional ones, so every call with argument rules gets disjoint allowed and refused cases.
+    """
     import tempfile
 
     import pyseccomp as sc
-    f = sc.SyscallFilter(sc.ALLOW)
-    for name in policy.SECCOMP_DENIED:
-        try:
-            f.add_rule(sc.ERRNO(policy.SECCOMP_DENIED_ERRNO), name)
-        except (OSError, ValueError):
-            pass  # a syscall this kernel/arch does not know
-    f.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), "socket", sc.Arg(0, sc.NE, policy.SOCKET_FAMILY_ALLOWED))
+    family, ns_flags = policy.SOCKET_FAMILY_ALLOWED, namespace_flags(policy.CLONE_NAMESPACE_FLAGS_DENIED)
+    if mode == "deny-list":
+        f = sc.SyscallFilter(sc.ALLOW)
+        for name in policy.SECCOMP_DENIED:
+            _add(f, sc.ERRNO(policy.SECCOMP_DENIED_ERRNO), name)
+        f.add_rule(sc.ERRNO(policy.CLONE3_ERRNO), "clone3")
+        for request in policy.IOCTLS_DENIED.values():
+            f.add_rule(sc.ERRNO(errno.EPERM), "ioctl", sc.Arg(1, sc.MASKED_EQ, IOCTL_REQUEST_BITS, request))
+    elif mode in ("allow-list", "log"):
+        f = sc.SyscallFilter(sc.ERRNO(policy.SECCOMP_REFUSED_ERRNO) if mode == "allow-list" else sc.LOG)
+        for name in dict.fromkeys(policy.SECCOMP_ALLOWED + tuple(policy.SECCOMP_ALLOWED_GPU)):
+            _add(f, sc.ALLOW, name)
+        for syscall in ("socket", "socketpair"):
+            f.add_rule(sc.ALLOW, syscall, sc.Arg(0, sc.EQ, family))
+        f.add_rule(sc.ALLOW, "clone", sc.Arg(0, sc.MASKED_EQ, ns_flags, 0))
+        for request in policy.IOCTLS_ALLOWED.values():
+            f.add_rule(sc.ALLOW, "ioctl", sc.Arg(1, sc.MASKED_EQ, IOCTL_REQUEST_BITS, request))
+        if policy.CLONE3_ERRNO != policy.SECCOMP_REFUSED_ERRNO or mode == "log":
+            f.add_rule(sc.ERRNO(policy.CLONE3_ERRNO), "clone3")
+    else:
+        raise ValueError(f"unknown seccomp mode {mode!r}")
+    for syscall in ("socket", "socketpair"):
+        f.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), syscall, sc.Arg(0, sc.NE, family))
     for name in policy.CLONE_NAMESPACE_FLAGS_DENIED:
         flag = CLONE_FLAGS[name]
         f.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
-    f.add_rule(sc.ERRNO(policy.CLONE3_ERRNO), "clone3")
-    for request in policy.IOCTLS_DENIED.values():
-        f.add_rule(sc.ERRNO(errno.EPERM), "ioctl", sc.Arg(1, sc.EQ, request))
     with tempfile.TemporaryFile() as tmp:
         f.export_bpf(tmp)
         tmp.seek(0)
         return tmp.read()
+
+
+def _add(f, action, name: str) -> None:
+    try:
+        f.add_rule(action, name)
+    except (OSError, ValueError):
+        pass  # a syscall this kernel/arch does not know
 
 
 class _SockFprog(ctypes.Structure):

@@ -178,9 +178,71 @@ def child_env(device: str, threads: int = 1) -> dict:
 
 
 # -- seccomp ---------------------------------------------------------------------------------
-# A deny-list on top of allow-all: torch (and CUDA) need threads, mmap and many ioctls. These
-# calls are not needed by numerical code and are either kernel attack surface or escape hatches.
-SECCOMP_DEFAULT = "allow"
+# Two filters; ATTN_GRADER_SANDBOX_SECCOMP chooses (see ``seccomp_mode``):
+# - "allow-list" (the default for CPU runs): only SECCOMP_ALLOWED (and the argument rules below),
+#   measured from what grading runs actually call (``benchmarks/seccomp_syscalls.py``); any other
+#   call fails with ENOSYS, as if this kernel lacked it: glibc then falls back to an older call
+#   where it has one (clone3 -> clone, statx -> newfstatat), which EPERM would turn into an error;
+# - "deny-list": allow-all except SECCOMP_DENIED. GPU runs keep it (CUDA needs many ioctls, device
+#   mmaps and threads, and no GPU run has been measured yet: see SECCOMP_ALLOWED_GPU);
+# - "log": the allow-list, but anything outside it is allowed and logged by the kernel (dmesg,
+#   "audit: type=1326 ... syscall=N"): how the list is measured, never for grading.
+SECCOMP_MODES = ("allow-list", "deny-list", "log")
+SECCOMP_DEFAULT_MODE = "allow-list"
+SECCOMP_REFUSED_ERRNO = errno.ENOSYS  # what a call outside the allow-list returns
+
+
+def seccomp_mode(device: str = "cpu") -> str:
+    """The filter a child on ``device`` gets, from ATTN_GRADER_SANDBOX_SECCOMP (read per run)."""
+    mode = os.environ.get("ATTN_GRADER_SANDBOX_SECCOMP") or SECCOMP_DEFAULT_MODE
+    if mode not in SECCOMP_MODES:
+        raise ValueError(f"ATTN_GRADER_SANDBOX_SECCOMP={mode!r}: choose one of {', '.join(SECCOMP_MODES)}")
+    if device.startswith("cuda") and not SECCOMP_ALLOWED_GPU:
+        return "deny-list"
+    return mode
+
+
+# After the filter is loaded, a child only serves the harness: reads and writes its pipes, imports
+# the student's file (already-imported torch and numpy need no more files), computes, maybe
+# prints, sleeps, starts threads or forks (the pids cgroup caps that), and exits. The names are
+# x86_64's; one this architecture lacks is skipped.
+SECCOMP_ALLOWED = (
+    # files and descriptors (only /tmp is writable; everything else is read-only or absent)
+    "read", "write", "readv", "writev", "pread64", "pwrite64", "lseek", "close", "close_range",
+    "open", "openat", "stat", "fstat", "lstat", "newfstatat", "statx", "statfs", "fstatfs",
+    "access", "faccessat", "faccessat2", "readlink", "readlinkat", "getdents64", "getcwd", "chdir",
+    "fchdir", "fcntl", "dup", "dup2", "dup3", "pipe", "pipe2", "flock", "fadvise64", "ftruncate",
+    "fsync", "fdatasync", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat",
+    "renameat2", "chmod", "fchmod", "fchmodat", "umask", "utimensat", "sendfile", "copy_file_range",
+    "poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
+    "eventfd2",
+    # memory
+    "brk", "mmap", "munmap", "mprotect", "mremap", "madvise", "mbind", "get_mempolicy", "membarrier",
+    # threads and processes (clone: without namespace flags, see below)
+    "exit", "exit_group", "wait4", "waitid", "kill", "tgkill", "tkill", "getpid", "getppid", "gettid",
+    "getuid", "geteuid", "getgid", "getegid", "getgroups", "getresuid", "getresgid", "getpgrp",
+    "getpgid", "getsid", "set_tid_address", "set_robust_list", "get_robust_list", "rseq", "futex",
+    "sched_yield", "sched_getaffinity", "sched_setaffinity", "sched_getparam", "sched_getscheduler",
+    "sched_get_priority_max", "sched_get_priority_min", "getpriority", "prlimit64", "getrlimit",
+    "getrusage", "times", "sysinfo", "uname", "prctl", "arch_prctl", "capget",
+    # signals and time
+    "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigsuspend", "rt_sigtimedwait",
+    "rt_sigpending", "sigaltstack", "restart_syscall", "alarm", "setitimer", "getitimer", "pause",
+    "clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time",
+    "getrandom",
+    # Unix sockets only (socket and socketpair: AF_UNIX, see below; there is no network anyway)
+    "connect", "bind", "listen", "accept", "accept4", "sendto", "recvfrom", "sendmsg", "recvmsg",
+    "shutdown", "getsockopt", "setsockopt", "getsockname", "getpeername",
+)
+# ioctl: only these requests (the low 32 bits, as the kernel reads them); terminal injection
+# (TIOCSTI, TIOCLINUX) is not among them.
+IOCTLS_ALLOWED = {"TCGETS": 0x5401, "TIOCGWINSZ": 0x5413, "FIONREAD": 0x541B, "FIONBIO": 0x5421,
+                  "FIONCLEX": 0x5450, "FIOCLEX": 0x5451}
+# What CUDA adds to SECCOMP_ALLOWED, once measured on a GPU host with the "log" mode. Empty: GPU
+# runs use the deny-list.
+SECCOMP_ALLOWED_GPU: tuple = ()
+
+# The deny-list: calls numerical code never needs that are kernel attack surface or escape hatches.
 SECCOMP_DENIED = (
     "ptrace", "process_vm_readv", "process_vm_writev", "bpf", "perf_event_open", "userfaultfd",
     "io_uring_setup", "io_uring_enter", "io_uring_register", "keyctl", "add_key", "request_key",
@@ -196,10 +258,13 @@ SECCOMP_DENIED = (
     "execve", "execveat",
 )
 SECCOMP_DENIED_ERRNO = errno.EPERM
-SOCKET_FAMILY_ALLOWED = socket.AF_UNIX   # the only one; any other family: EAFNOSUPPORT
+# Argument rules, in both filters:
+SOCKET_FAMILY_ALLOWED = socket.AF_UNIX   # socket, socketpair: the only family; others EAFNOSUPPORT
 CLONE_NAMESPACE_FLAGS_DENIED = ("mnt", "pid", "net", "ipc", "uts", "cgroup", "user")  # EPERM
 CLONE3_ERRNO = errno.ENOSYS   # its flags live in memory, out of a filter's reach; glibc falls back
-IOCTLS_DENIED = {"TIOCSTI": 0x5412, "TIOCLINUX": 0x541C}  # typing into a terminal (CVE-2017-5226)
+# The deny-list's ioctl rule (the allow-list has IOCTLS_ALLOWED): typing into a terminal
+# (CVE-2017-5226), refused with EPERM.
+IOCTLS_DENIED = {"TIOCSTI": 0x5412, "TIOCLINUX": 0x541C}
 
 
 def describe(limits: Limits | None = None, threads: int = 1) -> dict:
@@ -229,7 +294,11 @@ def describe(limits: Limits | None = None, threads: int = 1) -> dict:
         },
         "environment": {"zygote": zygote_env(), "child": child_env("cpu"),
                         "passed_through_for_gpu": list(PASSED_THROUGH)},
-        "seccomp": {"default": SECCOMP_DEFAULT, "denied": list(SECCOMP_DENIED),
+        "seccomp": {"mode": seccomp_mode("cpu"), "mode_for_gpu": seccomp_mode("cuda"),
+                    "allowed": list(SECCOMP_ALLOWED), "ioctls_allowed": sorted(IOCTLS_ALLOWED),
+                    "allowed_for_gpu_too": list(SECCOMP_ALLOWED_GPU),
+                    "refused_errno": errno.errorcode[SECCOMP_REFUSED_ERRNO],
+                    "denied_by_the_deny_list": list(SECCOMP_DENIED),
                     "denied_errno": errno.errorcode[SECCOMP_DENIED_ERRNO],
                     "socket_family_allowed": socket.AddressFamily(SOCKET_FAMILY_ALLOWED).name,
                     "clone_namespace_flags_denied": list(CLONE_NAMESPACE_FLAGS_DENIED),
