@@ -42,6 +42,12 @@ def test_policy_command_refuses_a_bad_thread_count():
     assert result.exit_code == 2 and "--threads" in result.output
 
 
+def test_policy_command_names_a_malformed_setting(monkeypatch):
+    monkeypatch.setenv("ATTN_GRADER_SANDBOX_SECCOMP", "strictest")
+    result = CliRunner().invoke(main, ["sandbox", "policy"])
+    assert result.exit_code == 1 and "ATTN_GRADER_SANDBOX_SECCOMP='strictest'" in result.output
+
+
 # -- the layers read it ------------------------------------------------------------------------
 def test_the_wall_argv_applies_the_policy():
     argv = wall.zygote_command(3, wall=True, gpu=False, tmp_size=policy.GiB)

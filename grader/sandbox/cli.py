@@ -65,7 +65,10 @@ def sandbox() -> None:
               help="Threads per child (the CPU cgroup quota follows it).")
 def show_policy(as_json, threads):
     """Print what a submission can touch: filesystem, namespaces, limits, cgroup, seccomp, env."""
-    described = policy.describe(threads=threads)
+    try:
+        described = policy.describe(threads=threads)
+    except ValueError as exc:  # a malformed ATTN_GRADER_SANDBOX_* setting, named in the message
+        raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(described, indent=2) if as_json else render(described))
 
 
