@@ -101,7 +101,8 @@ def build_root(new_root: str, plan: dict, files: dict, tmp_size: int) -> None:
     """
     # /tmp first: binds of a venv or interpreter that live under /tmp then sit on top of it.
     os.makedirs(new_root + "/tmp")
-    mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmp_size},mode={policy.TMP_MODE}")
+    mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+          f"size={tmp_size},mode={policy.TMP_MODE}")
     for source in plan["ro_binds"]:
         if os.path.exists(source):
             bind(source, new_root + source)

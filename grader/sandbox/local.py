@@ -243,7 +243,8 @@ class LocalChild:
         status_r, status_w = os.pipe()
         theirs = [req_r, res_w, out_w, err_w, status_w]
         try:
-            self.pid = server.spawn({"rlimits": policy.rlimits(limits, device), "env": policy.child_env(device, 1),
+            self.pid = server.spawn({"rlimits": policy.rlimits(limits, device),
+                                     "env": policy.child_env(device, 1),
                                      "threads": 1}, theirs)
         except BaseException:
             for fd in theirs + [req_w, res_r, out_r, err_r, status_r]:

@@ -43,7 +43,7 @@ class Limits:
     cpu_seconds: int = _env("CPU_SECONDS", 20, int)          # RLIMIT_CPU per process, soft = hard (SIGKILL)
     wall_seconds: float = _env("WALL_SECONDS", 60)           # the whole session
     call_seconds: float = _env("CALL_SECONDS", 10)           # one request; a hung call costs this much
-    load_seconds: float = _env("LOAD_SECONDS", 20)           # import of the student file (cold child: torch too)
+    load_seconds: float = _env("LOAD_SECONDS", 20)           # import of the student file (cold: torch too)
     processes: int = _env("PROCESSES", 64, int)              # cgroup pids.max and RLIMIT_NPROC
     file_size: int = _env("FILE_SIZE", 16 * MiB, int)        # RLIMIT_FSIZE
     tmp_size: int = _env("TMP_SIZE", 64 * MiB, int)          # the child's private /tmp (tmpfs)
