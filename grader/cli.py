@@ -16,6 +16,7 @@ COMMANDS = {
     "check": ("grader.commands:check", "Grade an attention file locally (same checks as the server)."),
     "tasks": ("grader.commands:tasks", "Show what each task asks for (sdpa, mha)."),
     "template": ("grader.commands:template", "Print a starter file for a task."),
+    "sandbox": ("grader.sandbox.cli:sandbox", "The sandbox: `sandbox policy` prints what a submission can touch."),
     "questions": ("questions.cli:questions", "The self-check question bank: validate, list, show, export."),
     "serve": ("web.cli:serve", "Start the web server and grading workers (http://127.0.0.1:5000)."),
     "worker": ("web.cli:worker", "Run grading workers on this host (cpu and/or gpu queues)."),

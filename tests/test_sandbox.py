@@ -306,8 +306,10 @@ def test_seccomp_program_compiles():
                                                                       "isolate.py"))
     iso = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(iso)
-    program = iso.seccomp_program()
-    assert len(program) > 8 * len(iso.DENIED) and len(program) % 8 == 0
+    program = iso.seccomp_program("deny-list")
+    assert len(program) > 8 * len(iso.policy.SECCOMP_DENIED) and len(program) % 8 == 0
+    program = iso.seccomp_program("allow-list")
+    assert len(program) > 8 * len(iso.policy.SECCOMP_ALLOWED) and len(program) % 8 == 0
 
 
 def _fake_cgroupfs(tmp_path, mount_lines, own):
@@ -325,8 +327,8 @@ def test_cgroup_v2_is_detected_and_delegated(tmp_path):
                            "0::/grader.service\n")
     version, bases = cgroups.detect(**files)
     assert version == "v2" and bases == {"unified": str(svc / "attn-sandbox")}
-    assert (svc / "cgroup.subtree_control").read_text() == "+memory +pids"
-    assert (svc / "attn-sandbox" / "cgroup.subtree_control").read_text() == "+memory +pids"
+    assert (svc / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
+    assert (svc / "attn-sandbox" / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
 
 
 def test_cgroup_v1_is_preferred_when_its_controllers_are_mounted(tmp_path):

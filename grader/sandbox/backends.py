@@ -20,6 +20,7 @@ import sys
 import termios
 import threading
 
+from . import policy
 from .limits import Limits
 
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py")
@@ -27,17 +28,6 @@ HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py")
 
 class SandboxUnavailable(RuntimeError):
     """The requested isolation level cannot be provided on this host."""
-
-
-def child_env(device: str) -> dict:
-    """A clean environment: nothing of the grader's (secrets included) leaks in."""
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "TMPDIR": "/tmp",
-           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        env[var] = "1"  # reproducible runs; a fork never deadlocks in a thread pool
-    if device.startswith("cuda") and "CUDA_VISIBLE_DEVICES" in os.environ:
-        env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
-    return env
 
 
 class OutputCapture(threading.Thread):
@@ -133,10 +123,11 @@ class PlainChild:
         # first thing, and learns its pipe numbers from argv.
         argv = [sys.executable, "-I", HARNESS, str(req_r), str(res_w)]
         if apply_rlimits:
-            argv.append(json.dumps(rlimits_for(limits)))
+            # No cgroup here: RLIMIT_DATA stays even for CUDA, the only memory bound there is.
+            argv.append(json.dumps(policy.rlimits(limits, device)))
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            pass_fds=(req_r, res_w), start_new_session=True, env=child_env(device), cwd="/tmp")
+            pass_fds=(req_r, res_w), start_new_session=True, env=policy.child_env(device), cwd="/tmp")
         os.close(req_r)
         os.close(res_w)
         self.request_fd, self.response_fd = req_w, res_r
@@ -180,12 +171,6 @@ class PlainChild:
 
     def stderr_text(self) -> str:
         return self.err.text()
-
-
-def rlimits_for(limits: Limits) -> dict:
-    """soft = hard everywhere: a CPU overrun is a SIGKILL, not a SIGXCPU the student can catch."""
-    return {"cpu": int(limits.cpu_seconds), "data": limits.memory_bytes, "fsize": limits.file_size,
-            "nofile": limits.open_files, "nproc": limits.processes, "core": 0}
 
 
 class PlainBackend:

@@ -1,9 +1,13 @@
 """Per-run control groups: the authoritative memory, process-count and kill-everything boundary.
 
+What each run's cgroup caps is declared in ``policy`` (``cgroup_limits``); this module
+finds the controllers, creates, joins and removes the cgroups.
+
 rlimits are per process and miss shared memory (a ``MAP_SHARED`` bomb sails past
 RLIMIT_DATA), and RLIMIT_NPROC is per uid; a cgroup caps the whole run and lets the
 grader kill every process in it, however it forked. Works with cgroup v1 (the
-``memory`` and ``pids`` controllers) and v2 (a delegated subtree with both enabled).
+``memory`` and ``pids`` controllers) and v2 (a delegated subtree with both enabled); the
+``cpu`` controller, where the host has it, caps the run's CPU bandwidth too.
 Runs are created under the grader's own cgroup, so they count against whatever
 limit the grader's service already has.
 """
@@ -14,6 +18,8 @@ import os
 import signal
 import threading
 import time
+
+from . import policy
 
 ROOT = "/sys/fs/cgroup"
 _counter = itertools.count()
@@ -46,7 +52,7 @@ def _mounts(mountinfo: str = "/proc/self/mountinfo") -> dict:
                 found.setdefault("unified", mountpoint)
             elif fstype == "cgroup":
                 for opt in rest[-1].split(","):
-                    if opt in ("memory", "pids"):
+                    if opt in policy.CGROUP_REQUIRED + policy.CGROUP_OPTIONAL:
                         found.setdefault(opt, mountpoint)
     return found
 
@@ -80,10 +86,17 @@ def detect(*, refresh: bool = False, mountinfo: str = "/proc/self/mountinfo",
 
 
 def _detect(mounts: dict, own: dict) -> tuple[str, dict]:
-    if "memory" in mounts and "pids" in mounts:
-        bases = {c: os.path.join(mounts[c] + own.get(c, "/"), "attn-sandbox") for c in ("memory", "pids")}
-        for base in bases.values():
-            _ensure_dir(base)
+    required, optional = policy.CGROUP_REQUIRED, policy.CGROUP_OPTIONAL
+    if all(c in mounts for c in required):
+        wanted = required + tuple(c for c in optional if c in mounts)
+        bases = {c: os.path.join(mounts[c] + own.get(c, "/"), "attn-sandbox") for c in wanted}
+        for c, base in bases.items():
+            try:
+                _ensure_dir(base)
+            except CgroupUnavailable:
+                if c in required:
+                    raise
+                del bases[c]
         return "v1", bases
     if "unified" in mounts:
         parent = mounts["unified"].rstrip("/") + own.get("unified", "/")
@@ -92,19 +105,20 @@ def _detect(mounts: dict, own: dict) -> tuple[str, dict]:
                 available = f.read().split()
         except OSError:
             available = []
-        if "memory" in available and "pids" in available:
+        if all(c in available for c in required):
+            wanted = required + tuple(c for c in optional if c in available)
             base = os.path.join(parent, "attn-sandbox")
             _ensure_dir(base)
             try:
-                _enable_controllers(parent)
+                wanted = _enable_controllers(parent, wanted)
             except CgroupUnavailable:
                 # v2 forbids controllers below a cgroup that has processes ("no internal
                 # processes"): as systemd's delegation docs advise, move ourselves to a leaf.
                 leaf = os.path.join(parent, "attn-grader")
                 _ensure_dir(leaf)
                 _write(leaf, "cgroup.procs", os.getpid())
-                _enable_controllers(parent)
-            _enable_controllers(base)
+                wanted = _enable_controllers(parent, wanted)
+            _enable_controllers(base, wanted)
             return "v2", {"unified": base}
     raise CgroupUnavailable("no usable memory and pids cgroup controllers (cgroup v1 needs both "
                             "mounted; v2 needs them delegated to the grader's cgroup)")
@@ -144,40 +158,60 @@ def _ensure_dir(path: str) -> None:
                                 "the cgroup subtree to the grader's user)") from None
 
 
-def _enable_controllers(path: str) -> None:
-    try:
-        with open(os.path.join(path, "cgroup.subtree_control"), "w") as f:
-            f.write("+memory +pids")
-    except OSError as exc:
-        raise CgroupUnavailable(f"cannot enable memory and pids in {path}: {exc.strerror} (with v2 the "
-                                "grader must run in a leaf of a delegated subtree)") from None
+def _enable_controllers(path: str, wanted: tuple) -> tuple:
+    """Enable ``wanted`` below ``path``; without the optional ones if only they fail. What it enabled."""
+    required = tuple(c for c in wanted if c in policy.CGROUP_REQUIRED)
+    for attempt in dict.fromkeys((wanted, required)):
+        try:
+            with open(os.path.join(path, "cgroup.subtree_control"), "w") as f:
+                f.write(" ".join("+" + c for c in attempt))
+            return attempt
+        except OSError as exc:
+            error = exc
+    raise CgroupUnavailable(f"cannot enable memory and pids in {path}: {error.strerror} (with v2 the "
+                            "grader must run in a leaf of a delegated subtree)") from None
 
 
 class RunCgroup:
-    """One run's cgroup(s). ``join_fds()`` gives the child something to write "0" into."""
+    """One run's cgroup(s), capped as ``policy.cgroup_limits`` says. ``join_fds()`` gives the child
+    something to write "0" into."""
 
-    def __init__(self, version: str, bases: dict, memory_bytes: int, processes: int):
+    def __init__(self, version: str, bases: dict, limits: dict):
         self.version = version
         name = f"run-{os.getpid()}-{next(_counter)}"
-        self.dirs = [os.path.join(base, name) for base in bases.values()]
-        self.memory_bytes = memory_bytes
+        self.by_controller = {c: os.path.join(base, name) for c, base in bases.items()}
+        self.dirs = list(self.by_controller.values())
+        self.memory_bytes = limits["memory_bytes"]
         for d in self.dirs:
             os.mkdir(d, 0o700)
+        cpu_quota = f"{int(limits['cpu_cores'] * policy.CPU_PERIOD_US)}"
         try:
             if version == "v1":
-                mem, pids = self.dirs
-                _write(mem, "memory.limit_in_bytes", memory_bytes)
-                _write(mem, "memory.memsw.limit_in_bytes", memory_bytes, optional=True)  # no swap escape
+                mem, pids = self.by_controller["memory"], self.by_controller["pids"]
+                _write(mem, "memory.limit_in_bytes", limits["memory_bytes"])
+                # no swap escape
+                _write(mem, "memory.memsw.limit_in_bytes", limits["memory_bytes"] + limits["swap_bytes"],
+                       optional=True)
                 _write(mem, "memory.swappiness", 0, optional=True)
-                _write(pids, "pids.max", processes)
+                _write(pids, "pids.max", limits["pids"])
+                if "cpu" in self.by_controller:
+                    cpu = self.by_controller["cpu"]
+                    _write(cpu, "cpu.cfs_period_us", policy.CPU_PERIOD_US)
+                    _write(cpu, "cpu.cfs_quota_us", cpu_quota)
             else:
                 (d,) = self.dirs
-                _write(d, "memory.max", memory_bytes)
-                _write(d, "memory.swap.max", 0, optional=True)
-                _write(d, "pids.max", processes)
+                _write(d, "memory.max", limits["memory_bytes"])
+                _write(d, "memory.swap.max", limits["swap_bytes"], optional=True)
+                _write(d, "pids.max", limits["pids"])
+                if os.path.exists(os.path.join(d, "cpu.max")):
+                    _write(d, "cpu.max", f"{cpu_quota} {policy.CPU_PERIOD_US}")
         except OSError:
             self.remove()
             raise
+
+    def cpu_limited(self) -> bool:
+        """Whether this run's CPU bandwidth is capped (the host has the cpu controller)."""
+        return "cpu" in self.by_controller or os.path.exists(os.path.join(self.dirs[0], "cpu.max"))
 
     def join_fds(self) -> list[int]:
         return [os.open(os.path.join(d, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for d in self.dirs]
@@ -234,7 +268,7 @@ class RunCgroup:
             return False
 
     def fork_limit_hit(self) -> bool:
-        path = os.path.join(self.dirs[-1], "pids.events")
+        path = os.path.join(self.by_controller.get("pids", self.dirs[0]), "pids.events")
         try:
             with open(path) as f:
                 return any(line.split()[0] == "max" and int(line.split()[1]) > 0 for line in f)

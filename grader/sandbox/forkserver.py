@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from . import wire
+from . import policy, wire
 from .backends import OutputCapture, SandboxUnavailable, describe_status
 from .cgroups import RunCgroup, detect
 from .limits import Limits
@@ -163,14 +163,7 @@ def shutdown() -> None:
         _zygotes.clear()
 
 
-def child_env(device: str, threads: int) -> dict:
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "TMPDIR": "/tmp",
-           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "USER": "student", "LOGNAME": "student"}
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
-        env[var] = str(threads)
-    if device.startswith("cuda") and "CUDA_VISIBLE_DEVICES" in os.environ:
-        env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
-    return env
+child_env = policy.child_env  # tests and the local level use it from here
 
 
 class StrictChild:
@@ -183,7 +176,7 @@ class StrictChild:
         version, bases = detect()
         self.slot = Slot()
         try:
-            self.cgroup = RunCgroup(version, bases, limits.memory_bytes, limits.processes)
+            self.cgroup = RunCgroup(version, bases, policy.cgroup_limits(limits, threads))
         except BaseException:
             self.slot.release()
             raise
@@ -194,18 +187,16 @@ class StrictChild:
             for _ in range(5):  # request, response, stdout, stderr, status
                 pipes.append(os.pipe())
             names = sorted(os.listdir(submission_dir)) if submission_dir else []
-            names = [n for n in names if os.path.isfile(os.path.join(submission_dir, n))][:8]
+            names = [n for n in names if os.path.isfile(os.path.join(submission_dir, n))]
+            names = names[:policy.SUBMISSION_FILES]
             child_ends = [pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1], pipes[4][1]]
             extra += self.cgroup.join_fds()
             extra += [os.open(os.path.join(submission_dir, n), os.O_RDONLY | os.O_CLOEXEC) for n in names]
-            cuda = device.startswith("cuda")
             request = {"uid": self.slot.uid, "n_cgroup": len(self.cgroup.dirs), "files": names,
-                       "tmp_size": limits.tmp_size, "device": device, "warm": warm, "threads": threads,
-                       "env": child_env(device, threads),
-                       "rlimits": {"cpu": int(limits.cpu_seconds), "fsize": limits.file_size,
-                                   "nofile": limits.open_files, "nproc": limits.processes, "core": 0,
-                                   # CUDA reserves huge private mappings; the cgroup caps its memory instead.
-                                   "data": None if cuda else limits.memory_bytes}}
+                       "tmp_size": limits.tmp_size, "memory_bytes": limits.memory_bytes,
+                       "device": device, "warm": warm, "threads": threads,
+                       "env": policy.child_env(device, threads), "seccomp": policy.seccomp_mode(device),
+                       "rlimits": policy.rlimits(limits, device, memory_cgroup=True)}
             self.pid = zygote.spawn(request, child_ends + extra)
         except BaseException:
             for pair in pipes:
@@ -267,10 +258,10 @@ class StrictChild:
     def attach(self, submission_dir: str, timeout: float) -> None:
         """Hand a pre-warmed child its submission (over the pipe: its /sub was sealed empty)."""
         files = {}
-        for name in sorted(os.listdir(submission_dir))[:8]:
+        for name in sorted(os.listdir(submission_dir))[:policy.SUBMISSION_FILES]:
             with open(os.path.join(submission_dir, name), "rb") as f:
-                data = f.read(16 << 20)
-            files["/sub/" + name] = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else \
+                data = f.read(policy.SUBMISSION_FILE_BYTES)
+            files[policy.SUBMISSION_DIR + "/" + name] = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else \
                 torch.empty(0, dtype=torch.uint8)
         deadline = time.monotonic() + timeout
         wire.write_message(self.request_fd, {"op": "files", "files": files}, deadline=deadline)
@@ -280,7 +271,7 @@ class StrictChild:
 
     # -- the interface Session uses ----------------------------------------------------
     def path_of(self, host_path: str) -> str:
-        return "/sub/" + os.path.basename(host_path)
+        return policy.SUBMISSION_DIR + "/" + os.path.basename(host_path)
 
     def wait_exit(self, timeout: float) -> str:
         deadline = time.monotonic() + timeout

@@ -292,17 +292,26 @@ def serve() -> None:
 
 
 def _apply_rlimits(limits: dict) -> None:
-    """The plain-subprocess levels: limits applied by the harness itself, before any student code."""
+    """The plain-subprocess levels: ``policy.rlimits(...)`` applied by the harness itself, before
+    any student code."""
     import resource
-    names = {"cpu": resource.RLIMIT_CPU, "data": resource.RLIMIT_DATA, "fsize": resource.RLIMIT_FSIZE,
-             "nofile": resource.RLIMIT_NOFILE, "core": resource.RLIMIT_CORE, "nproc": resource.RLIMIT_NPROC}
+    names = _policy().RLIMIT_NAMES
     for key, value in limits.items():
-        if key == "nproc" and os.getuid() == 0:
-            continue  # per uid and not enforced for root: it would only cap the grader's own user
+        if value is None or (key == "nproc" and os.getuid() == 0):
+            continue  # nproc is per uid and not enforced for root: it would only cap the grader's user
         try:
-            resource.setrlimit(names[key], (value, value))
+            resource.setrlimit(getattr(resource, names[key]), (value, value))
         except (ValueError, OSError):
             pass  # e.g. a hard limit already lower than ours
+
+
+def _policy():
+    if "_attn_policy" not in sys.modules:  # the name isolate.py shares it under
+        spec = importlib.util.spec_from_file_location("_attn_policy", os.path.join(HERE, "policy.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["_attn_policy"] = module  # dataclasses looks its module up while it executes
+        spec.loader.exec_module(module)
+    return sys.modules["_attn_policy"]
 
 
 def main() -> None:

@@ -1,8 +1,10 @@
 """Kernel primitives that wall in one submission's process (Linux only).
 
 Loaded by path inside the zygote (never as part of the ``grader`` package), so it
-imports only the standard library and ``pyseccomp``. The order in which
-:func:`enter_sandbox` applies the layers matters; each step says why it sits where it is.
+imports only the standard library and ``pyseccomp``. What it applies (which binds,
+namespaces, rlimits, seccomp rules) is declared in ``policy.py``; this module only
+knows how. The order in which the zygote applies the layers matters; each step says
+why it sits where it is.
 """
 from __future__ import annotations
 
@@ -12,13 +14,14 @@ import os
 import platform
 import resource
 import signal
-import socket
+import sys
 
 libc = ctypes.CDLL(None, use_errno=True)  # the interpreter's own libc: no find_library (needs ld.so.cache)
 
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
 CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x10000000, 0x20000000, 0x40000000
-NAMESPACES = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP
+CLONE_FLAGS = {"mnt": CLONE_NEWNS, "pid": CLONE_NEWPID, "net": CLONE_NEWNET, "ipc": CLONE_NEWIPC,
+               "uts": CLONE_NEWUTS, "cgroup": CLONE_NEWCGROUP, "user": CLONE_NEWUSER}
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 MNT_DETACH = 2
@@ -26,7 +29,29 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP = 1, 4, 22
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
 SECCOMP_MODE_FILTER = 2
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine(), 155)
-DEV_NODES = ("null", "zero", "full", "random", "urandom")
+
+
+def _load_policy():
+    """The sandbox policy, loaded by path once per process (shared with the zygote and harness)."""
+    name = "_attn_policy"
+    if name not in sys.modules:
+        import importlib.util
+        here = os.path.dirname(os.path.abspath(__file__))
+        spec = importlib.util.spec_from_file_location(name, os.path.join(here, "policy.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses looks its module up while the file executes
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+policy = _load_policy()
+
+
+def namespace_flags(names) -> int:
+    flags = 0
+    for name in names:
+        flags |= CLONE_FLAGS[name]
+    return flags
 
 
 def _check(result: int, what: str) -> int:
@@ -69,13 +94,15 @@ def bind(source: str, target: str, *, readonly: bool = True, dev: bool = False) 
 def build_root(new_root: str, plan: dict, files: dict, tmp_size: int) -> None:
     """Fill the tmpfs at ``new_root`` with read-only binds, a minimal /dev, /proc, /tmp and /sub.
 
-    Called as pid 1 of the new pid namespace (so /proc shows only the sandbox) and
+    ``plan`` is ``zygote.filesystem_plan()``: the host paths, resolved, of what ``policy``
+    declares. Called as pid 1 of the new pid namespace (so /proc shows only the sandbox) and
     before the old root is detached (a /proc mount must not be more revealing than one
     already visible).
     """
     # /tmp first: binds of a venv or interpreter that live under /tmp then sit on top of it.
     os.makedirs(new_root + "/tmp")
-    mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmp_size},mode=1777")
+    mount("tmpfs", new_root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+          f"size={tmp_size},mode={policy.TMP_MODE}")
     for source in plan["ro_binds"]:
         if os.path.exists(source):
             bind(source, new_root + source)
@@ -88,25 +115,48 @@ def build_root(new_root: str, plan: dict, files: dict, tmp_size: int) -> None:
             f.write(text if isinstance(text, bytes) else text.encode())
     dev = new_root + "/dev"
     os.makedirs(dev)
-    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")
-    for node in DEV_NODES + tuple(plan.get("gpu_nodes", ())):
+    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, policy.DEV_TMPFS)
+    for node in policy.DEV_NODES + tuple(plan.get("gpu_nodes", ())):
         if os.path.exists("/dev/" + node):
             bind("/dev/" + node, f"{dev}/{node}", readonly=False, dev=True)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+    for name, target in policy.DEV_LINKS.items():
         os.symlink(target, f"{dev}/{name}")
-    os.makedirs(new_root + "/proc")
-    mount("proc", new_root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    proc = new_root + policy.PROC_MOUNT
+    os.makedirs(proc)
+    mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    mask_proc(new_root, proc, plan.get("proc_masks", {}))
     if plan.get("sys"):
-        bind("/sys", new_root + "/sys")
-    sub = new_root + "/sub"
+        bind(policy.GPU_SYS, new_root + policy.GPU_SYS)
+    sub = new_root + policy.SUBMISSION_DIR
     os.makedirs(sub)
-    mount("tmpfs", sub, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=16m,mode=755")
+    mount("tmpfs", sub, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, policy.SUBMISSION_TMPFS)
     for name, data in files.items():
         with open(os.path.join(sub, name), "wb") as f:
             f.write(data)
         os.chmod(os.path.join(sub, name), 0o644)
     mount(None, sub, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def mask_proc(new_root: str, proc: str, masks: dict) -> None:
+    """Bind a synthetic file over each host-wide /proc file (``policy.masked_proc_files``).
+
+    The sources live on a tmpfs of their own, detached once bound: the binds keep its files, and
+    nothing of it shows in the root (unlinked sources on the root would block its read-only remount).
+    """
+    staging = new_root + "/.proc-masks"
+    os.makedirs(staging)
+    mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1m,mode=700")
+    for name, text in masks.items():
+        target = os.path.join(proc, name)
+        if not os.path.exists(target):
+            continue  # not on this kernel
+        source = os.path.join(staging, name.replace("/", "-"))
+        with open(source, "w") as f:
+            f.write(text)
+        mount(source, target, None, MS_BIND)
+        mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _check(libc.umount2(os.fsencode(staging), ctypes.c_int(MNT_DETACH)), "umount the /proc masks' source")
+    os.rmdir(staging)
 
 
 def pivot_into(new_root: str) -> None:
@@ -121,12 +171,10 @@ def pivot_into(new_root: str) -> None:
 
 
 def set_rlimits(limits: dict) -> None:
-    """soft = hard everywhere: a CPU overrun is a SIGKILL, not a SIGXCPU the student can catch."""
-    names = {"cpu": resource.RLIMIT_CPU, "data": resource.RLIMIT_DATA, "fsize": resource.RLIMIT_FSIZE,
-             "nofile": resource.RLIMIT_NOFILE, "nproc": resource.RLIMIT_NPROC, "core": resource.RLIMIT_CORE}
+    """``policy.rlimits(...)``, soft = hard: a CPU overrun is a SIGKILL, not a catchable SIGXCPU."""
     for key, value in limits.items():
         if value is not None:
-            resource.setrlimit(names[key], (value, value))
+            resource.setrlimit(getattr(resource, policy.RLIMIT_NAMES[key]), (value, value))
 
 
 def drop_privileges(uid: int) -> None:
@@ -141,47 +189,56 @@ def drop_privileges(uid: int) -> None:
 
 
 # -- seccomp -------------------------------------------------------------------------------
-# A deny-list: torch (and CUDA) need threads, mmap and many ioctls. These calls are not
-# needed by numerical code and are either kernel attack surface or escape hatches.
-DENIED = (
-    "ptrace", "process_vm_readv", "process_vm_writev", "bpf", "perf_event_open", "userfaultfd",
-    "io_uring_setup", "io_uring_enter", "io_uring_register", "keyctl", "add_key", "request_key",
-    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree",
-    "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr", "open_by_handle_at",
-    "name_to_handle_at", "kexec_load", "kexec_file_load", "init_module", "finit_module",
-    "delete_module", "swapon", "swapoff", "reboot", "acct", "quotactl", "syslog", "vhangup",
-    "iopl", "ioperm", "modify_ldt", "lookup_dcookie", "fanotify_init", "kcmp", "personality",
-    "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "mknod", "mknodat",
-    "pidfd_getfd", "memfd_secret", "landlock_create_ruleset",
-    # No new programs: a fresh interpreter would have torch's attention switched back on
-    # (see disarm.py), and numerical code never needs to start one.
-    "execve", "execveat",
-)
-TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+IOCTL_REQUEST_BITS = 0xFFFFFFFF  # ioctl's request is an unsigned int: the kernel ignores the rest
 
 
-def seccomp_program() -> bytes:
-    """Compile the filter once (in the zygote); children only load the bytes (saves ~3 ms each)."""
+def seccomp_program(mode: str) -> bytes:
+    """Compile ``policy``'s filter for ``mode`` (see ``policy.seccomp_mode``) once, in the zygote;
+    children only load the bytes (saves ~3 ms each).
+
+    libseccomp takes a syscall's rules as alternatives and an unconditional rule wins over
+    conditional ones, so every call with argument rules gets disjoint allowed and refused cases.
+    """
     import tempfile
 
     import pyseccomp as sc
-    f = sc.SyscallFilter(sc.ALLOW)
-    for name in DENIED:
-        try:
-            f.add_rule(sc.ERRNO(errno.EPERM), name)
-        except (OSError, ValueError):
-            pass  # a syscall this kernel/arch does not know
-    f.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), "socket", sc.Arg(0, sc.NE, socket.AF_UNIX))
-    for flag in (CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP,
-                 CLONE_NEWUSER):
+    family, ns_flags = policy.SOCKET_FAMILY_ALLOWED, namespace_flags(policy.CLONE_NAMESPACE_FLAGS_DENIED)
+    if mode == "deny-list":
+        f = sc.SyscallFilter(sc.ALLOW)
+        for name in policy.SECCOMP_DENIED:
+            _add(f, sc.ERRNO(policy.SECCOMP_DENIED_ERRNO), name)
+        f.add_rule(sc.ERRNO(policy.CLONE3_ERRNO), "clone3")
+        for request in policy.IOCTLS_DENIED.values():
+            f.add_rule(sc.ERRNO(errno.EPERM), "ioctl", sc.Arg(1, sc.MASKED_EQ, IOCTL_REQUEST_BITS, request))
+    elif mode in ("allow-list", "log"):
+        f = sc.SyscallFilter(sc.ERRNO(policy.SECCOMP_REFUSED_ERRNO) if mode == "allow-list" else sc.LOG)
+        for name in dict.fromkeys(policy.SECCOMP_ALLOWED + tuple(policy.SECCOMP_ALLOWED_GPU)):
+            _add(f, sc.ALLOW, name)
+        for syscall in ("socket", "socketpair"):
+            f.add_rule(sc.ALLOW, syscall, sc.Arg(0, sc.EQ, family))
+        f.add_rule(sc.ALLOW, "clone", sc.Arg(0, sc.MASKED_EQ, ns_flags, 0))
+        for request in policy.IOCTLS_ALLOWED.values():
+            f.add_rule(sc.ALLOW, "ioctl", sc.Arg(1, sc.MASKED_EQ, IOCTL_REQUEST_BITS, request))
+        if policy.CLONE3_ERRNO != policy.SECCOMP_REFUSED_ERRNO or mode == "log":
+            f.add_rule(sc.ERRNO(policy.CLONE3_ERRNO), "clone3")
+    else:
+        raise ValueError(f"unknown seccomp mode {mode!r}")
+    for syscall in ("socket", "socketpair"):
+        f.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), syscall, sc.Arg(0, sc.NE, family))
+    for name in policy.CLONE_NAMESPACE_FLAGS_DENIED:
+        flag = CLONE_FLAGS[name]
         f.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
-    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")  # its flags live in memory; glibc falls back to clone
-    for request in (TIOCSTI, TIOCLINUX):
-        f.add_rule(sc.ERRNO(errno.EPERM), "ioctl", sc.Arg(1, sc.EQ, request))
     with tempfile.TemporaryFile() as tmp:
         f.export_bpf(tmp)
         tmp.seek(0)
         return tmp.read()
+
+
+def _add(f, action, name: str) -> None:
+    try:
+        f.add_rule(action, name)
+    except (OSError, ValueError):
+        pass  # a syscall this kernel/arch does not know
 
 
 class _SockFprog(ctypes.Structure):

@@ -27,7 +27,8 @@ import socket
 import sys
 import threading
 
-from .backends import OutputCapture, SandboxUnavailable, describe_status, rlimits_for
+from . import policy
+from .backends import OutputCapture, SandboxUnavailable, describe_status
 from .limits import Limits
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -235,8 +236,6 @@ class LocalChild:
     polite_exit = True
 
     def __init__(self, server: ForkServer, limits: Limits, device: str):
-        from .forkserver import child_env  # the strict children's environment, exactly
-
         req_r, req_w = os.pipe()
         res_r, res_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -244,7 +243,8 @@ class LocalChild:
         status_r, status_w = os.pipe()
         theirs = [req_r, res_w, out_w, err_w, status_w]
         try:
-            self.pid = server.spawn({"rlimits": rlimits_for(limits), "env": child_env(device, 1),
+            self.pid = server.spawn({"rlimits": policy.rlimits(limits, device),
+                                     "env": policy.child_env(device, 1),
                                      "threads": 1}, theirs)
         except BaseException:
             for fd in theirs + [req_w, res_r, out_r, err_r, status_r]:

@@ -13,8 +13,7 @@ from .cgroups import RunCgroup
 
 log = logging.getLogger(__name__)
 
-UID_BASE = int(os.environ.get("ATTN_GRADER_SANDBOX_UID_BASE", "60000"))
-UID_SLOTS = int(os.environ.get("ATTN_GRADER_SANDBOX_UID_SLOTS", "1000"))
+from .policy import UID_BASE, UID_SLOTS  # noqa: E402
 
 
 class Slot:

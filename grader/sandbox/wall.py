@@ -18,11 +18,11 @@ import os
 import shutil
 import sys
 
+from . import policy
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ZYGOTE = os.path.join(HERE, "zygote.py")
-# CAP_KILL: the parent-death signal is a signal from the dying waiter (uid 0) to the slot uid, and
-# without it the kernel drops it silently, leaving an orphaned child running (measured).
-ZYGOTE_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL")
+zygote_env = policy.zygote_env
 
 
 def bwrap_path() -> str | None:
@@ -30,17 +30,7 @@ def bwrap_path() -> str | None:
 
 
 def gpu_nodes() -> list[str]:
-    return sorted(glob.glob("/dev/nvidia*"))
-
-
-def zygote_env() -> dict:
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
-           "PYTHONHASHSEED": "0"}
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
-        env[var] = "1"  # the zygote must be single-threaded when it forks (P3)
-    if "CUDA_VISIBLE_DEVICES" in os.environ:
-        env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
-    return env
+    return sorted(glob.glob(policy.GPU_NODE_PREFIX + "*"))
 
 
 def python_roots() -> list[str]:
@@ -51,7 +41,7 @@ def python_roots() -> list[str]:
     import importlib.util
     import site
     roots = [sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))]
-    for name in ("torch", "numpy", "pyseccomp"):
+    for name in policy.PYTHON_PACKAGES:
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.origin:
             here = os.path.dirname(spec.origin)
@@ -73,29 +63,34 @@ def zygote_command(control_fd: int, *, wall: bool, gpu: bool, tmp_size: int) -> 
     python = [sys.executable, "-I", "-B", ZYGOTE, str(control_fd), json.dumps(roots)]
     if not wall:
         return python
-    args = [bwrap_path(), "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
-            "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]
-    for cap in ZYGOTE_CAPS:
+    args = [bwrap_path(), "--die-with-parent", "--new-session"]
+    for ns in policy.WALL_NAMESPACES:
+        args.append("--unshare-cgroup-try" if ns == "cgroup" else f"--unshare-{ns}")
+    args += ["--cap-drop", "ALL"]
+    for cap in policy.WALL_CAPS:
         args += ["--cap-add", cap]
     # Mount points first: a later --tmpfs /tmp would hide a repository or venv cloned under /tmp.
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_size), "--tmpfs", "/tmp",
-             "--dir", "/.attn-root", "--ro-bind", "/usr", "/usr"]
-    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+             "--dir", policy.WALL_ROOT_DIR]
+    for tree in policy.OS_TREES:
+        args += ["--ro-bind", tree, tree]
+    for top in policy.OS_TOP_DIRS:
         if os.path.islink(top):
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
-    seen = ["/usr"]
+    seen = list(policy.OS_TREES)
     for prefix in roots + [HERE]:
         if not any(prefix == s or prefix.startswith(s + "/") for s in seen):
             args += ["--ro-bind", prefix, prefix]
             seen.append(prefix)
-    if os.path.exists("/etc/ld.so.cache"):
-        args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    for path in policy.WALL_ETC_BINDS:
+        if os.path.exists(path):
+            args += ["--ro-bind", path, path]
     if gpu:
         for node in gpu_nodes():
             args += ["--dev-bind", node, node]
-        args += ["--ro-bind", "/sys", "/sys"]
+        args += ["--ro-bind", policy.GPU_SYS, policy.GPU_SYS]
     args += ["--clearenv"]
     for key, value in zygote_env().items():
         args += ["--setenv", key, value]
@@ -110,7 +105,7 @@ def strict_problems(wall: bool = True) -> list[str]:
     if os.geteuid() != 0:
         problems.append("root privileges for the grader (per-run uids, mounts and cgroups; "
                         "run the grading worker as root or in a privileged container)")
-    for ns in ("mnt", "pid", "net", "ipc", "uts", "cgroup"):
+    for ns in policy.CHILD_NAMESPACES:
         if not os.path.exists(f"/proc/self/ns/{ns}"):
             problems.append(f"the kernel's {ns} namespace")
     try:

@@ -25,7 +25,6 @@ import traceback
 CONTROL_FD = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 ROOTS = json.loads(sys.argv[2]) if len(sys.argv) > 2 else [sys.base_prefix, sys.prefix]
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT_CANDIDATES = ("/.attn-root", "/mnt", "/media", "/srv", "/opt", "/tmp")
 
 
 def _load(name: str, filename: str):
@@ -36,13 +35,14 @@ def _load(name: str, filename: str):
 
 
 isolate = _load("_attn_isolate", "isolate.py")
+policy = isolate.policy  # what every child gets: declared there, applied here and in isolate
 harness = _load("_attn_harness", "harness.py")  # imports torch and the wire format
 
 
 def filesystem_plan() -> dict:
-    """What a child's root holds: the OS libraries, the interpreter and its packages, read-only."""
-    binds, links = ["/usr"], {}
-    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+    """``policy``'s filesystem view, resolved on this host: what a child's root holds read-only."""
+    binds, links = list(policy.OS_TREES), {}
+    for top in policy.OS_TOP_DIRS:
         if os.path.islink(top):
             links[top] = os.readlink(top)
         elif os.path.isdir(top):
@@ -50,7 +50,8 @@ def filesystem_plan() -> dict:
     for prefix in ROOTS:  # the interpreter, venv and packages (computed by the grader: wall.python_roots)
         if not any(prefix == b or prefix.startswith(b + "/") for b in binds):
             binds.append(prefix)
-    gpu = sorted(n for n in os.listdir("/dev") if n.startswith("nvidia")) if os.path.isdir("/dev") else []
+    dev_dir, prefix = os.path.split(policy.GPU_NODE_PREFIX)
+    gpu = sorted(n for n in os.listdir(dev_dir) if n.startswith(prefix)) if os.path.isdir(dev_dir) else []
     return {"ro_binds": binds, "symlinks": links, "gpu_nodes": gpu, "sys": bool(gpu)}
 
 
@@ -67,24 +68,15 @@ LD_CACHE = b""
 
 
 PLAN = None
-SECCOMP = None
+SECCOMP: dict = {}  # the compiled filters, by mode (policy.SECCOMP_MODES)
 
 
 def pick_root(plan: dict) -> str:
     """A directory to mount the new root on that hides none of the bind sources."""
-    for cand in ROOT_CANDIDATES:
+    for cand in policy.ROOT_CANDIDATES:
         if os.path.isdir(cand) and not any(s == cand or s.startswith(cand + "/") for s in plan["ro_binds"]):
             return cand
     raise RuntimeError("no directory to build the sandbox root on")
-
-
-def etc_files(uid: int) -> dict:
-    # Synthetic /etc: getpass/pwd work, nothing of the host's leaks (P8).
-    return {"passwd": f"root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
-                      f"student:x:{uid}:{uid}:student:/tmp:/usr/sbin/nologin\n",
-            "group": f"root:x:0:\nstudent:x:{uid}:\n",
-            "hosts": "127.0.0.1 localhost\n::1 localhost\n",
-            "hostname": "sandbox\n"}
 
 
 def read_file(fd: int, cap: int) -> bytes:
@@ -105,14 +97,15 @@ def run_child(req: dict, fds: dict, files: dict) -> None:
     import torch
     isolate.die_with_parent()
     os.setsid()
-    socket.sethostname("sandbox")
+    socket.sethostname(policy.HOSTNAME)
     isolate.mount(None, "/", None, isolate.MS_REC | isolate.MS_PRIVATE)
-    plan = dict(PLAN, etc=etc_files(req["uid"]))
+    plan = dict(PLAN, etc=policy.etc_files(req["uid"]))
     plan["etc"]["ld.so.cache"] = LD_CACHE
+    plan["proc_masks"] = policy.masked_proc_files(req["memory_bytes"], os.sched_getaffinity(0))
     if req.get("device", "cpu") == "cpu":
         plan["gpu_nodes"], plan["sys"] = [], False
     new_root = pick_root(plan)
-    isolate.mount("tmpfs", new_root, "tmpfs", isolate.MS_NOSUID | isolate.MS_NODEV, "size=4m,mode=755")
+    isolate.mount("tmpfs", new_root, "tmpfs", isolate.MS_NOSUID | isolate.MS_NODEV, policy.ROOT_TMPFS)
     isolate.build_root(new_root, plan, files, req["tmp_size"])
     isolate.pivot_into(new_root)
     # Move the pipes to 1..4 via high copies, so no target clobbers another's source.
@@ -125,7 +118,7 @@ def run_child(req: dict, fds: dict, files: dict) -> None:
     isolate.close_fds_except({0, 1, 2, 3, 4, 5})
     isolate.set_rlimits(req["rlimits"])
     isolate.drop_privileges(req["uid"])
-    isolate.load_seccomp(SECCOMP)
+    isolate.load_seccomp(SECCOMP[req["seccomp"]])
     os.environ.clear()
     os.environ.update(req["env"])
     os.chdir("/tmp")
@@ -149,7 +142,7 @@ def run_waiter(req: dict, fds: dict, cgroup_fds: list, files: dict) -> None:
         for fd in cgroup_fds:
             os.write(fd, b"0")  # "0" = this process; the child inherits the cgroup
             os.close(fd)
-        isolate.unshare(isolate.NAMESPACES)
+        isolate.unshare(isolate.namespace_flags(policy.CHILD_NAMESPACES))
         pid = os.fork()
         if pid == 0:
             try:
@@ -185,7 +178,8 @@ def spawn(sock: socket.socket, req: dict, fds: list) -> None:
     cgroup_fds = fds[5:5 + n_cg]
     file_fds = fds[5 + n_cg:]
     try:
-        files = {os.path.basename(name): read_file(fd, 16 << 20) for name, fd in zip(req["files"], file_fds)}
+        files = {os.path.basename(name): read_file(fd, policy.SUBMISSION_FILE_BYTES)
+                 for name, fd in zip(req["files"], file_fds)}
     except (OSError, ValueError) as exc:
         sock.send(json.dumps({"error": f"cannot read the submission: {exc}"}).encode())
         files = None
@@ -216,7 +210,7 @@ def threads_alive() -> int:
 
 
 def main() -> None:
-    global PLAN, SECCOMP, LD_CACHE
+    global PLAN, LD_CACHE
     import torch
     sock = socket.socket(fileno=CONTROL_FD)
     try:
@@ -225,7 +219,7 @@ def main() -> None:
         harness.disarm.disarm()  # torch's own attention off in every child, paid once here
         import numpy  # noqa: F401  (students import it; make that free)
         PLAN, LD_CACHE = filesystem_plan(), ld_cache()
-        SECCOMP = isolate.seccomp_program()
+        SECCOMP.update((mode, isolate.seccomp_program(mode)) for mode in policy.SECCOMP_MODES)
         isolate.prctl(isolate.PR_SET_CHILD_SUBREAPER, 1)
         isolate.prctl(isolate.PR_SET_DUMPABLE, 0)
         if threads_alive() != 1:
