@@ -18,13 +18,13 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[test]" -c constraints.txt
+	$(PY) -m pip install -q -e ".[server,test]" -c constraints.txt
 	touch $@
 
 lock:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q "uv>=0.5"
-	echo "$(LOCK_TORCH)" | $(VENV)/bin/uv pip compile pyproject.toml --extra test --extra deploy \
+	echo "$(LOCK_TORCH)" | $(VENV)/bin/uv pip compile pyproject.toml --extra server --extra test --extra deploy \
 	  --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
 	  $(if $(LOCK_FIND_LINKS),--find-links $(LOCK_FIND_LINKS)) -c /dev/stdin \
 	  --no-emit-package torch --custom-compile-command "make lock" -o constraints.txt

@@ -7,6 +7,9 @@ import sys
 import click
 
 PUBLIC_SEED = 20240607  # the local pre-check's inputs; the server draws a secret seed per run
+# The service's default ATTN_GRADER_MAX_SUBMISSION_BYTES: a file the pre-check passes but the
+# server refuses would cost the student a surprise at the deadline.
+SERVER_LIMIT_BYTES = 64 * 1024
 
 
 def _task_choice():
@@ -38,6 +41,17 @@ def check(file, task, as_json, sandbox, seed, device):
     notebook = _notebook_script(file, source, task, as_json)
     if notebook is not None:
         source = notebook
+    text = source if isinstance(source, str) else source.decode("utf-8", "replace")
+    if not text.lstrip("\ufeff").strip():
+        _fail(as_json, task, f"{file} is empty: write your {_function(task)}() in it "
+                             f"(`attn-grader template {task} > {file}` gives a starter)")
+    size = len(source.encode() if isinstance(source, str) else source)
+    if size > SERVER_LIMIT_BYTES:
+        warning = (f"{file} is {size} bytes of code; the server refuses submissions over "
+                   f"{SERVER_LIMIT_BYTES} bytes ({SERVER_LIMIT_BYTES // 1024} KiB) unless its "
+                   "operator raised the limit")
+        if not as_json:
+            click.echo(f"Warning: {warning}", err=True)
     from .grading import grade_source
     try:
         if as_json:
@@ -51,6 +65,8 @@ def check(file, task, as_json, sandbox, seed, device):
         else:
             click.echo(f"Error: --sandbox strict cannot run here: {exc}", err=True)
         sys.exit(2)
+    if size > SERVER_LIMIT_BYTES:
+        report.warnings.append(warning)
     function_cell = _notebook_cells(report, source, task) if notebook is not None else None
     if as_json:
         click.echo(json.dumps({**report.to_dict(), **({"notebook": {"function_cell": function_cell}}
@@ -62,6 +78,21 @@ def check(file, task, as_json, sandbox, seed, device):
             click.echo(f"{TITLES[task][1]}() is defined in cell {function_cell} of {file}" if function_cell
                        else f"no cell of {file} defines {TITLES[task][1]}()")
     sys.exit(0 if report.passed else 1)
+
+
+def _function(task):
+    from .tasks import TITLES
+    return TITLES[task][1]
+
+
+def _fail(as_json, task, message):
+    """End the command with ``message``: one JSON report with --json, else a line on stderr."""
+    if as_json:
+        click.echo(json.dumps({"task": task, "score": 0, "max_score": 100, "passed": False,
+                               "checks": [], "error": message}))
+    else:
+        click.echo(f"Error: {message}", err=True)
+    sys.exit(1)
 
 
 def _notebook_script(file, data, task, as_json):

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from grader.client import wait_phrase
 from grader.notebook import CellMap, NotebookError, annotate_check, is_notebook, notebook_script
 
 from ..models import Assignment, GradingJob, Submission, User, utcnow
@@ -103,8 +104,8 @@ def _check_window(session: Session, user: User, assignment: Assignment, now: dat
         oldest = recent[-1]
         wait = max(1, math.ceil((oldest + timedelta(seconds=seconds) - now).total_seconds()))
         raise SubmissionRejected(
-            f"rate limited: at most {count} submissions per {seconds} s for "
-            f"{assignment.slug}; try again in {wait} s", 429, retry_after=wait)
+            f"rate limited: at most {count} submissions per {wait_phrase(seconds)} for "
+            f"{assignment.slug}; try again in {wait_phrase(wait)}", 429, retry_after=wait)
 
 
 def submit(session: Session, user: User, assignment: Assignment, code: str | bytes, *,
