@@ -85,7 +85,8 @@ class GradeReport:
         return {"task": self.task, "score": self.score, "max_score": self.max_score, "passed": self.passed,
                 "checks": [c.to_dict() for c in self.checks], "error": self.error,
                 "grader_version": GRADER_VERSION, "sandbox": self.sandbox, "warnings": list(self.warnings),
-                "seed_public": self.seed_public, "timings": self.timings}
+                "seed_public": self.seed_public, "timings": self.timings,
+                "student_stdout": self.student_stdout, "student_stderr": self.student_stderr}
 
 
 def split_points(total: int, weights: list[int]) -> list[int]:

@@ -9,7 +9,7 @@ from pages_support import ada, bob, db_session, env, grade_queued, prof, sign_in
 # Rules that are public on purpose (no page data): sign-in/up, static files, health, API
 # (token-authenticated, tested by the API's own tests).
 PUBLIC = {"auth.sign_in", "auth.sign_up", "auth.forgot_password", "auth.reset_password", "static",
-          "student.pygments_stylesheet", "healthz", "metrics", "observability.healthz",
+          "student.pygments_stylesheet", "student.favicon", "healthz", "metrics", "observability.healthz",
           "observability.metrics",
           # LTI: the LMS's own requests (checked by state, nonce and signature) and the JWKS
           "lti.login", "lti.launch", "lti.jwks"}

@@ -7,7 +7,7 @@ escapes it too.
 """
 from __future__ import annotations
 
-from flask import Flask, render_template, request
+from flask import Flask, current_app, render_template, request
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
 
@@ -53,6 +53,10 @@ def _error_page(exc):
     }
     code = getattr(exc, "code", 500) or 500
     detail = getattr(exc, "description", "") if code == 429 else ""
+    if code == 413:
+        limit = current_app.config["MAX_SUBMISSION_BYTES"]
+        detail = (f"Submissions are limited to {limit} bytes ({limit // 1024} KiB) of code; "
+                  "your browser's Back button returns to the editor.")
     return render_template("error.html", code=code, message=messages.get(code, "Error"),
                            detail=detail, user=current_user), code
 

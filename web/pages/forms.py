@@ -49,9 +49,9 @@ class SignUpForm(FlaskForm):
     name = StringField("Name", validators=[DataRequired(), Length(max=200)])
     email = EmailField("Email", validators=[DataRequired(), Regexp(EMAIL_PATTERN, message="not an email address"),
                                             Length(max=254)])
-    password = PasswordField("Password", validators=[
-        DataRequired(), Length(min=MIN_PASSWORD_LENGTH,
-                               message=f"use at least {MIN_PASSWORD_LENGTH} characters")])
+    # The length rule is one of password_problems' (validate_password): a Length validator
+    # here as well would say "use at least 8 characters" twice.
+    password = PasswordField("Password", validators=[DataRequired()])
     confirm = PasswordField("Repeat the password",
                             validators=[DataRequired(), EqualTo("password", "the passwords differ")])
     invite = HiddenField()  # the invitation code from the link, carried through the form

@@ -113,5 +113,15 @@ def code_diff(old: str, new: str, old_name: str, new_name: str) -> Markup | None
     return Markup(highlight("\n".join(lines), DiffLexer(), HtmlFormatter(cssclass="highlight")))
 
 
+def side_by_side(old: str, new: str, old_name: str, new_name: str) -> Markup | None:
+    """Two versions in columns with the changed lines marked (difflib.HtmlDiff escapes the
+    code); None if they are equal."""
+    if old == new:
+        return None
+    table = difflib.HtmlDiff(tabsize=4, wrapcolumn=80).make_table(
+        old.splitlines(), new.splitlines(), old_name, new_name, context=True, numlines=3)
+    return Markup(table)
+
+
 def pygments_css() -> str:
     return HtmlFormatter(style=PYGMENTS_STYLE).get_style_defs(".highlight")

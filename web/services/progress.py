@@ -102,3 +102,8 @@ def previous_submission(session: Session, submission: Submission) -> Submission 
         Submission.user_id == submission.user_id,
         Submission.assignment_id == submission.assignment_id,
         Submission.id < submission.id).order_by(Submission.id.desc()).limit(1))
+
+
+def attempt_numbers(submissions: list[Submission]) -> dict[int, int]:
+    """Submission id -> the student's own attempt number (1 for their first)."""
+    return {s.id: n for n, s in enumerate(sorted(submissions, key=lambda s: s.id), start=1)}

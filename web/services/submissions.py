@@ -21,6 +21,7 @@ from ..models import Assignment, GradingJob, Submission, User, utcnow
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 64 * 1024
+OUTPUT_SHOWN = 2000  # characters of the student's stdout/stderr shown with a result
 
 
 class SubmissionRejected(Exception):
@@ -207,6 +208,10 @@ def submission_view(submission: Submission, viewer: User, now: datetime | None =
     if job is not None and job.status == "failed":
         error = error or job.error
     checks, error, notebook = notebook_view(submission, checks, error)
+    report = result.report if result is not None and show_checks else {}
+    # What the student's code printed (the grader keeps the last 4000 characters of each).
+    output = {stream: (report.get(f"student_{stream}") or "")[-OUTPUT_SHOWN:]
+              for stream in ("stdout", "stderr")}
     return {
         "id": submission.id, "task": submission.task_id,
         "assignment": submission.assignment.slug, "status": submission.status,
@@ -214,7 +219,7 @@ def submission_view(submission: Submission, viewer: User, now: datetime | None =
         "passed": result.passed if result else None,
         "checks": checks, "feedback": "full" if show_checks else "hidden",
         "error": error, "late": submission.late, "filename": submission.filename,
-        "notebook": notebook,
+        "notebook": notebook, "output": output,
         "grader_version": submission.grader_version,
         "submitted_at": iso(submission.created_at),
         "timings": {

@@ -1,0 +1,161 @@
+"""What a student reads on the result pages: tracebacks, their output, their own attempt
+numbers, the code of any attempt and two attempts side by side, and clear refusals."""
+from __future__ import annotations
+
+import html
+import re
+
+from pages_support import ada, bob, db_session, env, grade_queued  # noqa: F401
+
+XSS = "<script>alert('x')</script>"
+TRACEBACK = ('  File "submission.py", line 5, in scaled_dot_product_attention\n'
+             '    raise ValueError("boom")\nValueError: boom\n')
+PARSE_ERROR = "Python cannot parse your file: invalid syntax (line 3)"
+
+
+def _submission_id(response) -> int:
+    assert response.status_code == 302, response.get_data(as_text=True)[:500]
+    return int(re.search(r"/submissions/(\d+)$", response.location).group(1))
+
+
+def _text(page: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+def _raising_report(code, task, **_):
+    """The shape the real grader gives for a function that raises, and prints first."""
+    return {"task": task, "score": 1.0, "max_score": 3.0, "passed": False, "error": None,
+            "grader_version": "t", "sandbox": "none", "warnings": [], "timings": {},
+            "student_stdout": f"hello from the student {XSS}\n", "student_stderr": "a warning\n",
+            "checks": [
+                {"id": "load.import", "passed": True, "points": 1, "max_points": 1,
+                 "message": "the file imports", "details": {}},
+                {"id": "output.shapes", "passed": False, "points": 0, "max_points": 1,
+                 "message": "your function raised ValueError: boom",
+                 "details": {"error_kind": "exception", "traceback": TRACEBACK}},
+                {"id": "output.float64", "passed": False, "points": 0, "max_points": 1,
+                 "message": "wrong values. Likely cause: the scores are not divided by √d_k",
+                 "details": {"case": "float64 inputs", "diagnosis": "no_scale"}}]}
+
+
+def _syntax_error_report(code, task, **_):
+    """What the grader reports for a file that does not parse: one failure, 31 skipped."""
+    skipped = [{"id": f"check.{i}", "passed": False, "points": 0, "max_points": 3,
+                "message": "skipped: the submission could not be loaded",
+                "details": {"skipped": True}} for i in range(31)]
+    return {"task": task, "score": 0.0, "max_score": 95.0, "passed": False, "error": PARSE_ERROR,
+            "grader_version": "t", "sandbox": "none", "warnings": [], "timings": {},
+            "checks": [{"id": "load.source", "passed": False, "points": 0, "max_points": 2,
+                        "message": PARSE_ERROR,
+                        "details": {"line": 3, "offset": 9, "text": "def f(:"}}] + skipped}
+
+
+def test_traceback_keeps_its_lines_and_the_students_output_is_shown(env, ada):
+    sid = _submission_id(ada.post("/tasks/sdpa", data={"code": "x = 1\n"}))
+    grade_queued(env, _raising_report)
+    page = ada.get(f"/submissions/{sid}").get_data(as_text=True)
+    block = re.search(r'<pre class="traceback">(.*?)</pre>', page, re.S).group(1)
+    assert html.unescape(block) == TRACEBACK  # newlines kept, inside <pre>
+    assert "error_kind" not in page and "no_scale" not in page and "diagnosis" not in page
+    assert "Likely cause: the scores are not divided by √d_k" in page
+    output = re.findall(r'<pre class="output">(.*?)</pre>', page, re.S)
+    assert [html.unescape(o) for o in output] == [f"hello from the student {XSS}\n", "a warning\n"]
+    assert XSS not in page  # the student's output is escaped
+
+
+def test_a_syntax_error_is_one_clear_message_not_a_row_per_skipped_check(env, ada):
+    sid = _submission_id(ada.post("/tasks/sdpa", data={"code": "def f(:\n"}))
+    grade_queued(env, _syntax_error_report)
+    page = ada.get(f"/submissions/{sid}").get_data(as_text=True)
+    assert page.count(PARSE_ERROR) == 1
+    assert "31 other checks were not run: the submission could not be loaded" in page
+    assert "check.0" not in page and "skipped:" not in page
+    assert "source line</dt><dd><code>def f(:</code>" in page
+
+
+def test_attempts_are_numbered_per_student_and_every_attempt_shows_its_code(env, ada, bob):
+    for n in range(3):  # bob's submissions take the first global ids
+        _submission_id(bob.post("/tasks/sdpa", data={"code": f"b = {n}\n"}))
+    first = _submission_id(ada.post("/tasks/sdpa", data={"code": f"a = 1  # {XSS}\n"}))
+    second = _submission_id(ada.post("/tasks/sdpa", data={"code": "a = 2\n"}))
+    grade_queued(env)
+    page = ada.get(f"/submissions/{first}").get_data(as_text=True)
+    assert "<h1>Attempt 1 " in page and f"Attempt #{first}" not in page
+    assert "The code of attempt 1" in page and XSS not in page
+    assert "a = 1" in html.unescape(re.sub(r"<[^>]+>", "", page))  # the code, no attempt before
+    assert "Attempt 2" in ada.get(f"/submissions/{second}").get_data(as_text=True)
+    task = ada.get("/tasks/sdpa").get_data(as_text=True)
+    assert "Attempt 1" in task and "Attempt 2" in task
+
+
+def test_two_chosen_attempts_side_by_side(env, ada, bob):
+    first = _submission_id(ada.post("/tasks/sdpa", data={"code": f"a = 1\nkeep = 0  # {XSS}\n"}))
+    second = _submission_id(ada.post("/tasks/sdpa", data={"code": f"a = 2\nkeep = 0  # {XSS}\n"}))
+    third = _submission_id(ada.post("/tasks/sdpa", data={"code": "a = 3\n"}))
+    page = ada.get(f"/submissions/{third}").get_data(as_text=True)
+    assert f'action="/submissions/{third}/compare"' in page and 'name="old"' in page
+    response = ada.get(f"/submissions/{third}/compare?old={first}&new={second}")
+    page = response.get_data(as_text=True)
+    assert response.status_code == 200 and "Attempt 1 beside attempt 2" in page
+    assert 'class="diff"' in page and "diff_chg" in page and XSS not in page
+    default = ada.get(f"/submissions/{second}/compare").get_data(as_text=True)
+    assert "Attempt 1 beside attempt 2" in default  # the attempt before, by default
+    assert "the same code" in ada.get(f"/submissions/{first}/compare").get_data(as_text=True)
+    theirs = _submission_id(bob.post("/tasks/sdpa", data={"code": "b = 1\n"}))
+    assert ada.get(f"/submissions/{first}/compare?old={theirs}").status_code == 404
+    assert ada.get(f"/submissions/{theirs}/compare").status_code == 404
+
+
+def test_too_large_code_says_the_limit_and_keeps_the_editor(env, ada):
+    limit = env.config["MAX_SUBMISSION_BYTES"]
+    task = ada.get("/tasks/sdpa").get_data(as_text=True)
+    assert f'data-max-bytes="{limit}"' in task  # the editor refuses before sending
+    big = "x = 1\n# " + "a" * (limit + 10) + "\n"  # over the limit, under the request cap
+    page = ada.post("/tasks/sdpa", data={"code": big}).get_data(as_text=True)
+    assert f"the limit is {limit} bytes" in page and "a" * (limit + 10) in page  # content kept
+    huge = ada.post("/tasks/sdpa", data={"code": "#" * (3 * limit)})  # over the request cap
+    text = _text(huge.get_data(as_text=True))
+    assert huge.status_code == 413 and f"limited to {limit} bytes ({limit // 1024} KiB)" in text
+
+
+def test_rate_limit_refusals_say_minutes(env, ada):
+    from web.models import Assignment
+    with db_session(env) as session:
+        task = session.query(Assignment).filter_by(slug="sdpa").one()
+        task.rate_limit_count, task.rate_limit_seconds = 1, 3600
+        session.commit()
+    _submission_id(ada.post("/tasks/sdpa", data={"code": "a = 1\n"}))
+    page = _text(ada.post("/tasks/sdpa", data={"code": "a = 2\n"}).get_data(as_text=True))
+    assert re.search(r"at most 1 submissions per 60 min for sdpa; try again in 60 min", page)
+    assert " s for" not in page
+
+
+def test_sign_up_says_a_short_password_once(env):
+    page = env.app.test_client().post("/sign-up", data={
+        "name": "Cleo", "email": "cleo@example.org", "password": "short", "confirm": "short"}
+    ).get_data(as_text=True)
+    assert page.count("use at least 8 characters") == 1
+
+
+def test_pages_have_a_favicon(env, ada):
+    assert 'rel="icon" href="/static/favicon.svg"' in ada.get("/").get_data(as_text=True)
+    response = env.app.test_client().get("/favicon.ico")
+    assert response.status_code == 301 and response.location.endswith("/static/favicon.svg")
+
+
+def test_the_api_answers_with_the_result_page(env):
+    token = env.people["ada"]["token"]
+    r = env.app.test_client().post("/api/v1/submissions", json={"task": "sdpa", "code": "x = 1"},
+                                   headers={"Authorization": f"Bearer {token}"})
+    body = r.get_json()
+    assert r.status_code == 202 and body["page_url"].endswith(f"/submissions/{body['id']}")
+
+
+def test_heatmaps_mark_nan_cells_and_name_the_slice():
+    from web.pages import charts
+    heat = charts.weights_heatmaps([[None, 1.0], [0.5, 0.25]], [[0.5, 0.5], [0.5, 0.5]])
+    assert b"NaN (not a number)" in heat and "batch 0, head 0".encode() in heat
+    clean = charts.weights_heatmaps([[0.5, 0.5], [0.25, 0.75]])
+    assert b"NaN" not in clean
+    single = charts.variance_plot([{"d_k": 32, "variance": 32.0, "expected": 0.1748}])
+    assert b"expected with the scale given" in single and b"d_k = 32" in single
