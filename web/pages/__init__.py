@@ -28,7 +28,7 @@ def register(app: Flask) -> None:
         app.register_blueprint(blueprint)
 
     app.jinja_env.filters.update(
-        when=helpers.format_when, score=helpers.format_score, percent=helpers.format_percent,
+        when=helpers.format_when, score=helpers.format_score, points=helpers.format_points, percent=helpers.format_percent,
         seconds=helpers.format_seconds, markdown=helpers.render_markdown,
         inline_markdown=helpers.render_inline, python=helpers.highlight_python)
     app.context_processor(helpers.template_globals)

@@ -195,6 +195,14 @@ assert set(FEEDBACK_LEVELS) == {"full", "score", "after_deadline"}
 assert set(ANSWER_POLICIES) == {"single_try", "penalised_tries"}
 
 
+def _each_item_once(count: int):
+    def check(form, _field):
+        chosen = [getattr(form, f"pos{i}").data for i in range(count)]
+        if all(chosen) and len(set(chosen)) != count:
+            raise ValidationError("put each item in exactly one position")
+    return check
+
+
 def answer_form(question: dict, previous=None) -> FlaskForm:
     """A form for one rendered question (``questions.variants.render``), prefilled."""
     from .helpers import render_inline
@@ -221,10 +229,16 @@ def answer_form(question: dict, previous=None) -> FlaskForm:
                                         render_kw={"inputmode": "decimal", "autocomplete": "off"})
         data["number"] = previous
     elif kind == "ordering":
+        # Every position starts empty: pre-filled in the shown order, an unchanged answer would
+        # be graded as the student's (and score partial credit for nothing).
         items = [(i["id"], render_inline(i["text"])) for i in question["items"]]
         for index in range(len(items)):
-            setattr(AnswerForm, f"pos{index}", SelectField(f"{index + 1}.", choices=options(items)))
-            data[f"pos{index}"] = previous[index] if previous and index < len(previous) else items[index][0]
+            validators = [InputRequired(message=f"choose the item for position {index + 1}")]
+            if index == len(items) - 1:
+                validators.append(_each_item_once(len(items)))
+            setattr(AnswerForm, f"pos{index}", SelectField(
+                f"{index + 1}.", choices=options([("", "— choose —")] + items), validators=validators))
+            data[f"pos{index}"] = previous[index] if previous and index < len(previous) else ""
     elif kind == "matching":
         rights = options([("", "—")] + [(r["id"], render_inline(r["text"])) for r in question["right"]])
         for index, left in enumerate(question["left"]):

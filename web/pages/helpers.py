@@ -50,11 +50,18 @@ def format_when(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else "—"
 
 
+def format_points(value) -> str:
+    """Points as a person reads them: 2, 0.33, 6.73 (two decimals at most, no trailing zeros)."""
+    if value is None:
+        return "—"
+    return f"{round(float(value), 2):g}" if isinstance(value, float) else str(value)
+
+
 def format_score(value, top=None) -> str:
     if value is None:
         return "—"
-    text = f"{value:.4g}" if isinstance(value, float) else str(value)
-    return f"{text} / {top:.4g}" if top is not None else text
+    text = format_points(value)
+    return f"{text} / {format_points(top)}" if top is not None else text
 
 
 def format_percent(value) -> str:

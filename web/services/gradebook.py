@@ -31,10 +31,12 @@ def _pivot(session: Session, course: Course):
 
 
 def _number(value):
-    """A score as the gradebooks read it: 6 rather than 6.0; a number, never a formula."""
+    """A score as the gradebooks read it: 6 rather than 6.0, 9.73 rather than 9.733333; a
+    number, never a formula."""
     if value is None:
         return ""
-    return int(value) if float(value).is_integer() else float(f"{value:g}")
+    value = round(float(value), 2)
+    return int(value) if value.is_integer() else value
 
 
 def export_csv(session: Session, course: Course, layout: str = "plain") -> str:

@@ -54,5 +54,11 @@ def scores_table(session: Session, course: Course) -> list[dict]:
     return rows
 
 
+def _rounded(key: str, value):
+    # 9.73, not 9.733333 (a quiz question worth 1/3 of a point per item)
+    return round(value, 2) if key in ("best_score", "max_score") and isinstance(value, float) \
+        else value
+
+
 def scores_csv(rows: list[dict]) -> str:
-    return csv_text(COLUMNS, ([row.get(k) for k in COLUMNS] for row in rows))
+    return csv_text(COLUMNS, ([_rounded(k, row.get(k)) for k in COLUMNS] for row in rows))
