@@ -183,7 +183,7 @@ def test_instructor_submission_page_escapes_code_and_regrades(env, ada, prof):
     assert XSS not in page and "<b>bold</b>" not in page
     assert "&lt;script&gt;" in page and 'class="highlight"' in page
     response = prof.post(f"/instructor/submissions/{sid}/regrade")
-    assert response.location == f"/submissions/{sid}"
+    assert response.location == f"/instructor/submissions/{sid}"  # back where they were
     assert prof.get(f"/submissions/{sid}/status.json").get_json()["status"] == "queued"
     assert grade_queued(env) == 1
     page = prof.get(f"/instructor/submissions/{sid}").get_data(as_text=True)
@@ -293,7 +293,10 @@ def test_regrade_every_submission_of_an_assignment(env, ada, bob, prof):
     ada.post("/tasks/sdpa", data={"code": "a = 1\n# SCORE=4\n"})
     bob.post("/tasks/sdpa", data={"code": "b = 1\n"})
     grade_queued(env)
-    page = prof.post("/instructor/assignments/sdpa/regrade", follow_redirects=True).get_data(as_text=True)
+    page = prof.post("/instructor/assignments/sdpa/regrade").get_data(as_text=True)
+    assert "Regrade every submission of" in page and grade_queued(env) == 0  # asks first
+    page = prof.post("/instructor/assignments/sdpa/regrade", data={"confirmed": "yes"},
+                     follow_redirects=True).get_data(as_text=True)
     assert "2 submission(s) of Scaled dot-product attention queued" in page
     assert grade_queued(env) == 2
     from web.models import Result
@@ -340,8 +343,10 @@ def test_account_page_issues_a_token_the_api_accepts_and_revokes_it(env, ada):
     assert api.get("/api/v1/tasks", headers={"Authorization": f"Bearer {token}"}).status_code == 200
     listing = ada.get("/account").get_data(as_text=True)
     assert token not in listing and token[:10] in listing and "laptop" in listing
-    assert "2 API token(s) revoked." in ada.post("/account/revoke-tokens", follow_redirects=True
-                                                 ).get_data(as_text=True)
+    assert "Revoke every API token?" in ada.post("/account/revoke-tokens").get_data(as_text=True)
+    assert api.get("/api/v1/tasks", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    assert "2 API token(s) revoked." in ada.post("/account/revoke-tokens", data={"confirmed": "yes"},
+                                                 follow_redirects=True).get_data(as_text=True)
     assert api.get("/api/v1/tasks", headers={"Authorization": f"Bearer {token}"}).status_code == 401
 
 

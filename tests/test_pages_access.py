@@ -47,7 +47,7 @@ def _url(rule, owner: str, subs, attempts, answers) -> str:
               "answer_id": answers[owner], "slug": "quiz" if "quiz" in rule.rule else "sdpa",
               "position": 0, "plot": "weights", "question_id": "derive-score-variance",
               "invitation_id": 1, "report_id": 1, "index": 0,
-              "platform_id": 1, "context_id": 1, "launch_id": "launch-1"}
+              "platform_id": 1, "context_id": 1, "launch_id": "launch-1", "token_id": 1}
     return rule.build({k: values[k] for k in rule.arguments}, append_unknown=False)[1]
 
 

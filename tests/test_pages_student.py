@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import re
 
-from pages_support import ada, bob, db_session, env, grade_queued  # noqa: F401
+from pages_support import ada, bob, db_session, env, grade_queued, prof  # noqa: F401
 
 XSS = "<script>alert('x')</script>"
 TRACEBACK = ('  File "submission.py", line 5, in scaled_dot_product_attention\n'
@@ -159,3 +159,34 @@ def test_heatmaps_mark_nan_cells_and_name_the_slice():
     assert b"NaN" not in clean
     single = charts.variance_plot([{"d_k": 32, "variance": 32.0, "expected": 0.1748}])
     assert b"expected with the scale given" in single and b"d_k = 32" in single
+
+
+def test_an_override_survives_regrading_and_its_comment_reaches_the_student(env, ada, prof):
+    sid = _submission_id(ada.post("/tasks/sdpa", data={"code": "x = 1\n# SCORE=4\n"}))
+    grade_queued(env)
+    prof.post(f"/instructor/submissions/{sid}/override",
+              data={"points": "9", "comment": f"hand-checked {XSS}"})
+    confirm = prof.post("/instructor/assignments/sdpa/regrade").get_data(as_text=True)
+    assert "1 score(s) you overrode by hand stay as you set them" in confirm
+    prof.post("/instructor/assignments/sdpa/regrade", data={"confirmed": "yes"})
+    assert grade_queued(env) == 1
+    assert ada.get(f"/submissions/{sid}/status.json").get_json()["score"] == 9.0
+    page = ada.get(f"/submissions/{sid}").get_data(as_text=True)
+    assert "Your instructor set this score to 9" in page and "hand-checked &lt;script&gt;" in page
+    staff = prof.get(f"/instructor/submissions/{sid}").get_data(as_text=True)
+    assert 'id="overridden"' in staff and "regrading keeps the score" in staff
+
+
+def test_tokens_are_revoked_one_by_one(env, ada, bob):
+    import re as _re
+    from web.models import ApiToken
+    page = ada.post("/account", data={"label": "laptop"}).get_data(as_text=True)
+    new = _re.search(r'<code id="new-token">(agt_[^<]+)</code>', page).group(1)
+    with db_session(env) as session:
+        laptop = session.query(ApiToken).filter_by(label="laptop").one().id
+    api = env.app.test_client()
+    assert bob.post(f"/account/tokens/{laptop}/revoke").status_code == 404  # not bob's
+    ada.post(f"/account/tokens/{laptop}/revoke")
+    assert api.get("/api/v1/tasks", headers={"Authorization": f"Bearer {new}"}).status_code == 401
+    old = env.people["ada"]["token"]
+    assert api.get("/api/v1/tasks", headers={"Authorization": f"Bearer {old}"}).status_code == 200

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
+from sqlalchemy import select
 
 from ..extensions import state
 from ..models import QuizAnswer, Submission
-from ..services import analytics, courses, gradebook, quizzes, review
+from ..services import analytics, courses, gradebook, grading, quizzes, review
 from ..services.submissions import SubmissionRejected, submission_view
 from . import charts
 from .forms import (ActionForm, AssignmentSettingsForm, ManualGradeForm, OverrideScoreForm,
@@ -107,10 +108,22 @@ def question_stats_csv(slug: str):
 @instructor_required
 def regrade_assignment(slug: str):
     item = _assignment(slug)
-    if ActionForm().validate_on_submit():
+    form = ActionForm()
+    if form.validate_on_submit() and request.form.get("confirmed") != "yes":
+        ids = list(db().scalars(select(Submission.id).where(Submission.assignment_id == item.id)))
+        kept = grading.overridden_count(db(), ids)
+        return render_template(
+            "confirm.html", heading=f"Regrade every submission of {item.title}?", form=form,
+            lines=[f"All {len(ids)} submission(s) are graded again with the current grader, "
+                   "through the job queue; the earlier results stay on record.",
+                   f"{kept} score(s) you overrode by hand stay as you set them."],
+            action=url_for("instructor.regrade_assignment", slug=slug),
+            button=f"Regrade {len(ids)} submission(s)",
+            back=url_for("instructor.assignment", slug=slug))
+    if form.validate_on_submit():
         count = review.requeue_assignment(db(), item, state().dispatcher)
-        flash(f"{count} submission(s) of {item.title} queued for grading with the current grader.",
-              "success")
+        flash(f"{count} submission(s) of {item.title} queued for grading with the current grader; "
+              "scores overridden by hand are kept.", "success")
     return redirect(url_for("instructor.assignment", slug=slug))
 
 
@@ -148,7 +161,7 @@ def submission(submission_id: int):
     form = OverrideScoreForm()
     return render_template("instructor/submission.html", sub=sub, view=view, checks=checks,
                            code_html=highlight_python(sub.code), regrade_form=ActionForm(),
-                           override_form=form)
+                           override_form=form, override=grading.latest_override(db(), sub))
 
 
 @bp.post("/submissions/<int:submission_id>/regrade")
@@ -163,8 +176,7 @@ def regrade(submission_id: int):
         except ValueError as exc:
             flash(f"Not regraded: {exc}.", "error")
         else:
-            flash(f"Attempt #{sub.id} is queued for grading again.", "success")
-            return redirect(url_for("student.submission", submission_id=sub.id))
+            flash(f"Submission #{sub.id} is queued for grading again.", "success")
     return redirect(url_for("instructor.submission", submission_id=sub.id))
 
 

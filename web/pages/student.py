@@ -6,7 +6,7 @@ from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redi
 from flask_login import current_user, login_required
 
 from ..extensions import state
-from ..services import courses, progress, submissions
+from ..services import courses, grading, progress, submissions
 from . import charts
 from .forms import ActionForm, SubmissionForm
 from .helpers import code_diff, db, highlight_python, pygments_css, render_markdown, side_by_side
@@ -115,6 +115,7 @@ def submission(submission_id: int):
     return render_template("student/submission.html", sub=sub, view=view, checks=checks,
                            previous=previous, diff=diff,
                            history=history, numbers=numbers, code=highlight_python(sub.code),
+                           override=grading.latest_override(session, sub),
                            regrade_form=ActionForm())
 
 
