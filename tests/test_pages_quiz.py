@@ -196,7 +196,7 @@ def test_check_failure_rates_use_each_students_latest_submission(env, ada, bob):
     assert (rates["values"]["failed_latest"], rates["values"]["students"]) == (1, 2)
     assert (rates["values"]["failed_all"], rates["values"]["total_all"]) == (2, 3)
     assert rates["shape"]["latest_rate"] == 0.0
-    assert rates["values"]["common_message"] == "max abs error 0.3 at [0, 1]"
+    assert rates["values"]["common_message"] == "max abs error … at […, …]"  # numbers vary per run
 
 
 def test_job_stats_percentiles_and_workers(env, ada):

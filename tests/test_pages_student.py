@@ -190,3 +190,33 @@ def test_tokens_are_revoked_one_by_one(env, ada, bob):
     assert api.get("/api/v1/tasks", headers={"Authorization": f"Bearer {new}"}).status_code == 401
     old = env.people["ada"]["token"]
     assert api.get("/api/v1/tasks", headers={"Authorization": f"Bearer {old}"}).status_code == 200
+
+
+def _mixed_report(code, task, **_):
+    if "SYNTAX" in code:
+        return _syntax_error_report(code, task)
+    cause = "the scores are not divided by √d_k" if "NOSCALE" in code else "the mask is ignored"
+    return {**_raising_report(code, task), "checks": [
+        {"id": "check.0", "passed": False, "points": 0, "max_points": 3,
+         "message": f"4-D inputs: largest difference 1.{len(code)} at [0, 1]. Likely cause: {cause}.",
+         "details": {"diagnosis": "x"}}]}
+
+
+def test_common_mistakes_count_diagnoses_and_not_skipped_checks(env, ada, bob, prof):
+    from web.models import Assignment
+    from web.services.analytics import check_failure_rates, mistake
+    assert mistake("shape: got (2, 3): expected (2, 4)") == "shape: got (…, …): expected (…, …)"
+    ada.post("/tasks/sdpa", data={"code": "NOSCALE 1\n"})
+    bob.post("/tasks/sdpa", data={"code": "NOSCALE 22\n"})
+    ada.post("/tasks/sdpa", data={"code": "MASK\n"})
+    bob.post("/tasks/sdpa", data={"code": "SYNTAX\n"})  # bob's latest: check.0 was skipped
+    grade_queued(env, _mixed_report)
+    with db_session(env) as session:
+        rates = {r["check_id"]: r for r in check_failure_rates(
+            session, session.query(Assignment).filter_by(slug="sdpa").one())}
+    row = rates["check.0"]
+    assert row["common_mistakes"] == [("the scores are not divided by √d_k", 2),
+                                      ("the mask is ignored", 1)]
+    assert (row["failed_all"], row["total_all"]) == (3, 3)  # the skipped run is not counted
+    page = prof.get("/instructor/assignments/sdpa").get_data(as_text=True)
+    assert "the scores are not divided by √d_k <span class=\"muted\">× 2</span>" in page
