@@ -229,7 +229,7 @@ def test_csv_exports_in_three_layouts(env, ada, prof):
     plain = prof.get("/instructor/scores.csv")
     assert plain.headers["Content-Disposition"] == "attachment; filename=scores.csv"
     lines = plain.get_data(as_text=True).splitlines()
-    assert lines[0] == "email,name,assignment,kind,best_score,max_score,attempts,last_submitted_at"
+    assert lines[0] == "email,name,assignment,kind,best_score,max_score,attempts,last_submitted_at,final"
     assert any(line.startswith("ada@example.org,ada,sdpa,task,6.0,10.0,1,") for line in lines)
     canvas = prof.get("/instructor/scores.csv?layout=canvas").get_data(as_text=True).splitlines()
     assert canvas[0].startswith("Student,ID,SIS User ID,SIS Login ID,Section,")

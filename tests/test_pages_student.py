@@ -220,3 +220,29 @@ def test_common_mistakes_count_diagnoses_and_not_skipped_checks(env, ada, bob, p
     assert (row["failed_all"], row["total_all"]) == (3, 3)  # the skipped run is not counted
     page = prof.get("/instructor/assignments/sdpa").get_data(as_text=True)
     assert "the scores are not divided by √d_k <span class=\"muted\">× 2</span>" in page
+
+
+def test_scores_link_to_the_work_and_a_score_awaiting_review_is_not_final(env, ada, prof):
+    import csv
+    import io
+    sid = _submission_id(ada.post("/tasks/sdpa", data={"code": "x = 1\n# SCORE=4\n"}))
+    grade_queued(env)
+    ada.post("/quiz/quiz/start")
+    ada.post("/quiz/quiz/questions/derive-score-variance",
+             data={"q-derive-score-variance-text": "a derivation"})
+    ada.post("/quiz/quiz/submit")
+    matrix = prof.get("/instructor/").get_data(as_text=True)
+    assert f'href="/instructor/submissions/{sid}"' in matrix
+    assert re.search(r'href="/quiz/attempts/\d+"', matrix) and "awaiting review" in matrix
+    plain = list(csv.DictReader(io.StringIO(prof.get("/instructor/scores.csv").get_data(as_text=True))))
+    quiz = next(r for r in plain if r["email"] == "ada@example.org" and r["kind"] == "quiz")
+    task = next(r for r in plain if r["email"] == "ada@example.org" and r["kind"] == "task")
+    assert (quiz["final"], task["final"]) == ("false", "true")
+    canvas = list(csv.reader(io.StringIO(
+        prof.get("/instructor/scores.csv?layout=canvas").get_data(as_text=True))))
+    header, ada_row = canvas[0], next(r for r in canvas if r[3] == "ada@example.org")
+    quiz_column = next(i for i, h in enumerate(header) if h.endswith("(quiz)"))
+    assert ada_row[quiz_column] == ""  # not exported as a final grade
+    from web.services.gradebook import sortable_name
+    assert [sortable_name(n) for n in ("Ada Lovelace", "Grace B. Hopper", "Plato")] == \
+        ["Lovelace, Ada", "Hopper, Grace B.", "Plato"]
