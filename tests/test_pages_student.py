@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 
 from pages_support import ada, bob, db_session, env, grade_queued, prof  # noqa: F401
 
@@ -246,3 +247,31 @@ def test_scores_link_to_the_work_and_a_score_awaiting_review_is_not_final(env, a
     from web.services.gradebook import sortable_name
     assert [sortable_name(n) for n in ("Ada Lovelace", "Grace B. Hopper", "Plato")] == \
         ["Lovelace, Ada", "Hopper, Grace B.", "Plato"]
+
+
+def test_the_interface_follows_the_accounts_language(env, ada):
+    assert ">Assignments</a>" in ada.get("/tasks/sdpa").get_data(as_text=True)
+    ada.post("/language", data={"lang": "zh", "next": "/"})
+    page = ada.get("/tasks/sdpa").get_data(as_text=True)
+    assert '<html lang="zh">' in page and ">作业</a>" in page and "提交评分" in page
+    ada.post("/language", data={"lang": "ru", "next": "/"})
+    page = ada.get("/tasks/sdpa").get_data(as_text=True)
+    assert ">Задания</a>" in page and "Отправить на проверку" in page
+    from web.services.users import find_user
+    with db_session(env) as session:
+        assert find_user(session, "ada@example.org").locale == "ru"  # once per account
+    fresh = env.app.test_client()  # a visitor gets the browser's language
+    page = fresh.get("/sign-in", headers={"Accept-Language": "zh-CN,zh;q=0.9"}).get_data(as_text=True)
+    assert '<html lang="zh">' in page and "登录" in page
+
+
+def test_every_message_is_translated_in_the_committed_catalogues():
+    from babel.messages.pofile import read_po
+    root = Path(__file__).resolve().parent.parent / "web" / "translations"
+    with open(root / "messages.pot", "rb") as f:
+        wanted = {m.id for m in read_po(f) if m.id}
+    for lang in ("ru", "zh"):
+        with open(root / lang / "LC_MESSAGES" / "messages.po", "rb") as f:
+            done = {m.id for m in read_po(f) if m.id and m.string}
+        assert wanted <= done, (lang, sorted(wanted - done))
+        assert (root / lang / "LC_MESSAGES" / "messages.mo").exists()

@@ -7,6 +7,8 @@ escapes it too.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from flask import Flask, current_app, render_template, request
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
@@ -19,6 +21,12 @@ def register(app: Flask) -> None:
     from ..lti.views import bp as lti_bp
     from . import auth, instructor, quiz, signup_admin, similarity, student
 
+    from flask_babel import Babel
+
+    # The interface language: the one chosen for the account (or this session), else the
+    # browser's. Catalogues: web/translations (pybabel; see babel.cfg).
+    Babel(app, locale_selector=helpers.interface_language,
+          default_translation_directories=str(Path(__file__).resolve().parent.parent / "translations"))
     login_manager.login_view = "auth.sign_in"
     login_manager.login_message = "Please sign in to see that page."
     login_manager.login_message_category = "info"

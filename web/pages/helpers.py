@@ -44,6 +44,17 @@ def quiz_language() -> str:
     return lang if lang in LANGUAGES else "en"
 
 
+def interface_language() -> str:
+    """Flask-Babel's locale: the account's (or session's) language, else the browser's."""
+    lang = session.get("lang")
+    if lang not in LANGUAGES and current_user and current_user.is_authenticated:
+        lang = current_user.locale
+    if lang not in LANGUAGES:
+        from flask import request
+        lang = request.accept_languages.best_match(list(LANGUAGES)) if request else None
+    return lang if lang in LANGUAGES else "en"
+
+
 # ---- filters -----------------------------------------------------------------------------
 
 def format_when(moment: datetime | None) -> str:
@@ -75,7 +86,7 @@ def format_seconds(value) -> str:
 
 
 def template_globals() -> dict:
-    return {"languages": LANGUAGES, "now": utcnow()}
+    return {"languages": LANGUAGES, "now": utcnow(), "interface_lang": interface_language}
 
 
 # ---- rendering ---------------------------------------------------------------------------

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redirect,
                    render_template, request, url_for)
+from flask_babel import gettext
 from flask_login import current_user, login_required
 
 from ..extensions import state
@@ -66,7 +67,7 @@ def task(slug: str):
                                      max_attempts=config["MAX_ATTEMPTS"])
         except submissions.SubmissionRejected as exc:
             session.rollback()
-            flash(f"Not submitted: {exc.message}", "error")
+            flash(gettext("Not submitted: %(reason)s", reason=exc.message), "error")
         else:
             return redirect(url_for("student.submission", submission_id=sub.id))
     history = progress.history(session, current_user.id, assignment.id)
