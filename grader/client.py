@@ -105,12 +105,17 @@ def print_result(view: dict, console=None) -> None:
     table.add_column("", no_wrap=True)
     table.add_column("points", justify="right", no_wrap=True)
     table.add_column("what was found", ratio=1)
+    skipped: dict[str, int] = {}
     for c in view.get("checks") or []:
-        details = c.get("details") or {}
-        mark = "[green]pass[/]" if c["passed"] else \
-            ("[dim]skip[/]" if details.get("skipped") else "[red]FAIL[/]")
+        if (c.get("details") or {}).get("skipped"):  # one line per reason, as on the web page
+            reason = (c.get("message") or "").removeprefix("skipped: ")
+            skipped[reason] = skipped.get(reason, 0) + 1
+            continue
+        mark = "[green]pass[/]" if c["passed"] else "[red]FAIL[/]"
         points = f"{c['points']:g}/{c['max_points']:g}" if c["max_points"] else "-"
         table.add_row(c["id"], mark, points, c.get("message") or "")
+    for reason, count in skipped.items():
+        table.add_row(f"({count} more)", "[dim]skip[/]", "-", f"not run: {reason}")
     if view.get("checks"):
         console.print(table)
     elif view.get("feedback") == "hidden":
@@ -126,7 +131,7 @@ def print_result(view: dict, console=None) -> None:
     late = ", late" if view.get("late") else ""
     console.print(f"[bold {colour}]score {view.get('score') or 0:g}/{view.get('max_score') or 0:g}"
                   f"[/] ({summary}{late})")
-    if view.get("error"):
+    if view.get("error") and view["error"] not in {c.get("message") for c in view.get("checks") or []}:
         console.print(f"[red]{view['error']}[/]", highlight=False)
     notebook = view.get("notebook")
     if notebook:

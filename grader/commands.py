@@ -149,10 +149,17 @@ def _print_report(report, file, seed):
     table.add_column("", no_wrap=True)
     table.add_column("points", justify="right", no_wrap=True)
     table.add_column("what was found", ratio=1)
+    skipped: dict[str, int] = {}
     for c in report.checks:
-        mark = "[green]pass[/]" if c.passed else ("[dim]skip[/]" if c.details.get("skipped") else "[red]FAIL[/]")
+        if c.details.get("skipped"):  # one line per reason, not a row per check not run
+            reason = c.message.removeprefix("skipped: ")
+            skipped[reason] = skipped.get(reason, 0) + 1
+            continue
+        mark = "[green]pass[/]" if c.passed else "[red]FAIL[/]"
         pts = f"{c.points}/{c.max_points}" if c.max_points else "-"
         table.add_row(c.id, mark, pts, Text(c.message))  # Text: a student's message is never markup
+    for reason, count in skipped.items():
+        table.add_row(f"({count} more)", "[dim]skip[/]", "-", Text(f"not run: {reason}"))
     console.print(table)
     for c in report.checks:
         tb = c.details.get("traceback")
@@ -167,7 +174,7 @@ def _print_report(report, file, seed):
     colour = "green" if report.passed else "red"
     console.print(f"[bold {colour}]score {report.score}/{report.max_score}[/] "
                   f"({'all scored checks passed' if report.passed else 'some checks failed'})")
-    if report.error:
+    if report.error and report.error not in {c.message for c in report.checks}:  # said once
         console.print(Text(report.error, style="red"))
     for w in report.warnings:
         console.print(Text("note: " + w, style="yellow"))

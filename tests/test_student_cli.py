@@ -2,6 +2,7 @@
 `submit`'s messages, and the student package (`pip install attn-grader`, no server)."""
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -94,6 +95,16 @@ def test_check_calls_an_empty_file_a_failure(tmp_path):
     report = json.loads(run.stdout)
     assert (run.returncode, report["passed"], report["score"]) == (1, False, 0)
     assert "is empty" in report["error"]
+
+
+def test_check_says_a_syntax_error_once_and_folds_the_checks_it_skipped(tmp_path):
+    broken = tmp_path / "attention.py"
+    broken.write_text("import torch\ndef scaled_dot_product_attention(q, k, v):\n    return (\n")
+    run = subprocess.run([*CLI, "check", str(broken), "--task", "sdpa"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=240, env={**os.environ, "COLUMNS": "200"})
+    assert run.returncode == 1
+    assert run.stdout.count("Python cannot parse your file") == 1
+    assert re.search(r"\(31 more\) +│ skip", run.stdout) and run.stdout.count("│ skip") == 1
 
 
 def test_check_warns_that_the_server_refuses_a_file_over_its_limit(tmp_path):
