@@ -275,3 +275,29 @@ def test_every_message_is_translated_in_the_committed_catalogues():
             done = {m.id for m in read_po(f) if m.id and m.string}
         assert wanted <= done, (lang, sorted(wanted - done))
         assert (root / lang / "LC_MESSAGES" / "messages.mo").exists()
+
+
+def test_an_extension_gives_one_student_a_later_deadline_and_more_attempts(env, ada, bob, prof):
+    from datetime import timedelta
+    from web.models import Assignment, utcnow
+    with db_session(env) as session:
+        task = session.query(Assignment).filter_by(slug="sdpa").one()
+        task.deadline, task.late_policy, task.max_attempts = utcnow() - timedelta(hours=1), "reject", 1
+        session.commit()
+    refused = ada.post("/tasks/sdpa", data={"code": "a = 1\n"}).get_data(as_text=True)
+    assert "Not submitted: the deadline for sdpa passed" in refused
+    later = (utcnow() + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M")
+    page = prof.post("/instructor/assignments/sdpa/extensions", follow_redirects=True, data={
+        "email": "ada@example.org", "deadline": later, "extra_attempts": "1", "note": "ill"}
+    ).get_data(as_text=True)
+    assert "Extension for ada@example.org saved." in page and "ill" in page
+    _submission_id(ada.post("/tasks/sdpa", data={"code": "a = 1\n"}))
+    _submission_id(ada.post("/tasks/sdpa", data={"code": "a = 2\n"}))  # 1 + 1 extra attempt
+    third = ada.post("/tasks/sdpa", data={"code": "a = 3\n"}).get_data(as_text=True)
+    assert "no attempts left: 2 of 2 used" in third
+    assert "your extension" in ada.get("/").get_data(as_text=True)
+    theirs = bob.post("/tasks/sdpa", data={"code": "b = 1\n"}).get_data(as_text=True)
+    assert "the deadline for sdpa passed" in theirs  # everyone else keeps the deadline
+    bad = prof.post("/instructor/assignments/sdpa/extensions", follow_redirects=True,
+                    data={"email": "nobody@example.org", "extra_attempts": "1"}).get_data(as_text=True)
+    assert "Extension not saved: no account nobody@example.org" in bad

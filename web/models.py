@@ -349,6 +349,24 @@ class ManualGrade(Base):
     submission: Mapped[Submission | None] = relationship()
 
 
+class Extension(Base):
+    """One student's own deadline and extra attempts for an assignment (Gradescope's
+    "extensions"): the assignment's settings stay as they are for everyone else."""
+    __tablename__ = "extensions"
+    __table_args__ = (UniqueConstraint("assignment_id", "user_id", name="uq_extensions_assignment_user"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    deadline: Mapped[datetime | None] = mapped_column(DateTime)  # None: the assignment's
+    extra_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    note: Mapped[str] = mapped_column(String(200), default="")
+    granted_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    assignment: Mapped[Assignment] = relationship()
+    user: Mapped[User] = relationship(foreign_keys=[user_id])
+
+
 SIGNUP_MODES = ("open", "domain", "invite", "closed")
 SIMILARITY_STATUSES = ("computing", "done", "failed")
 

@@ -65,6 +65,17 @@ class SignUpForm(FlaskForm):
             raise ValidationError("; ".join(problems))
 
 
+class ExtensionForm(FlaskForm):
+    """One student's own deadline and/or extra attempts for an assignment."""
+    email = EmailField("Student's email", validators=[DataRequired(), Length(max=254)])
+    deadline = DateTimeLocalField("Their deadline (UTC)", validators=[Optional()],
+                                  format=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"])
+    extra_attempts = IntegerField("Extra attempts", default=0,
+                                  validators=[Optional(), NumberRange(min=0, max=1000)])
+    note = StringField("Note (for you)", validators=[Length(max=200)])
+    submit = SubmitField("Grant the extension")
+
+
 class ForgotPasswordForm(FlaskForm):
     email = EmailField("Email", validators=[DataRequired(), Regexp(EMAIL_PATTERN, message="not an email address"),
                                             Length(max=254)])

@@ -7,11 +7,12 @@ from sqlalchemy import select
 
 from ..extensions import state
 from ..models import QuizAnswer, Submission
-from ..services import analytics, courses, gradebook, grading, quizzes, review
+from ..services import analytics, courses, extensions, gradebook, grading, quizzes, review
+from ..services.users import find_user
 from ..services.submissions import SubmissionRejected, submission_view
 from . import charts
-from .forms import (ActionForm, AssignmentSettingsForm, ManualGradeForm, OverrideScoreForm,
-                    options)
+from .forms import (ActionForm, AssignmentSettingsForm, ExtensionForm, ManualGradeForm,
+                    OverrideScoreForm, options)
 from .helpers import db, highlight_python, instructor_required
 from .results import describe_checks
 
@@ -82,7 +83,8 @@ def failure_chart(slug: str):
 def assignment(slug: str):
     item = _assignment(slug)
     session = db()
-    context = {"assignment": item, "action_form": ActionForm()}
+    context = {"assignment": item, "action_form": ActionForm(), "extension_form": ExtensionForm(),
+               "extensions": extensions.extensions_of(session, item)}
     if item.kind == "task":
         context["failures"] = analytics.check_failure_rates(session, item)
         context["submissions"] = analytics.submission_rows(session, item)
@@ -91,6 +93,32 @@ def assignment(slug: str):
         context["pending"] = len(quizzes.pending_manual(session, item))
         context["attempts"] = analytics.attempt_rows(session, item)
     return render_template("instructor/assignment.html", **context)
+
+
+@bp.post("/assignments/<slug>/extensions")
+@instructor_required
+def grant_extension(slug: str):
+    item = _assignment(slug)
+    form = ExtensionForm()
+    if not form.validate_on_submit():
+        flash("Extension not saved: " + "; ".join(e for es in form.errors.values() for e in es),
+              "error")
+        return redirect(url_for("instructor.assignment", slug=slug) + "#extensions")
+    session = db()
+    student = find_user(session, form.email.data)
+    try:
+        if student is None:
+            raise ValueError(f"no account {form.email.data}")
+        extensions.grant(session, item, student, granted_by=current_user,
+                         deadline=form.deadline.data, extra_attempts=form.extra_attempts.data or 0,
+                         note=form.note.data or "")
+    except ValueError as exc:
+        session.rollback()
+        flash(f"Extension not saved: {exc}.", "error")
+    else:
+        session.commit()
+        flash(f"Extension for {student.email} saved.", "success")
+    return redirect(url_for("instructor.assignment", slug=slug) + "#extensions")
 
 
 @bp.get("/assignments/<slug>/quiz-questions.csv")

@@ -18,6 +18,7 @@ from grader.client import wait_phrase
 from grader.notebook import CellMap, NotebookError, annotate_check, is_notebook, notebook_script
 
 from ..models import Assignment, GradingJob, Submission, User, utcnow
+from .extensions import limits_for
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 64 * 1024
@@ -129,15 +130,16 @@ def submit(session: Session, user: User, assignment: Assignment, code: str | byt
     if not staff and assignment.opens_at and now < assignment.opens_at:
         raise SubmissionRejected(
             f"{assignment.slug} opens at {iso(assignment.opens_at)}", 403)
-    late = bool(assignment.deadline and now > assignment.deadline)
+    limits = limits_for(session, user, assignment)  # the student's own, with an extension
+    late = bool(limits.deadline and now > limits.deadline)
     if late and not staff and assignment.late_policy == "reject":
         raise SubmissionRejected(
-            f"the deadline for {assignment.slug} passed at {iso(assignment.deadline)}", 403)
-    if not staff and assignment.max_attempts is not None:
+            f"the deadline for {assignment.slug} passed at {iso(limits.deadline)}", 403)
+    if not staff and limits.max_attempts is not None:
         used = attempts_used(session, user, assignment)
-        if used >= assignment.max_attempts:
+        if used >= limits.max_attempts:
             raise SubmissionRejected(
-                f"no attempts left: {used} of {assignment.max_attempts} used for "
+                f"no attempts left: {used} of {limits.max_attempts} used for "
                 f"{assignment.slug}", 403)
     if not staff:
         _check_window(session, user, assignment, now)
