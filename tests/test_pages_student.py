@@ -301,3 +301,14 @@ def test_an_extension_gives_one_student_a_later_deadline_and_more_attempts(env, 
     bad = prof.post("/instructor/assignments/sdpa/extensions", follow_redirects=True,
                     data={"email": "nobody@example.org", "extra_attempts": "1"}).get_data(as_text=True)
     assert "Extension not saved: no account nobody@example.org" in bad
+
+
+def test_the_grading_queue_names_the_language_an_answer_was_written_in(env, ada, prof):
+    ada.post("/language", data={"lang": "ru", "next": "/"})
+    ada.post("/quiz/quiz/start")
+    ada.post("/quiz/quiz/questions/derive-score-variance",
+             data={"q-derive-score-variance-text": "вывод дисперсии"})
+    ada.post("/language", data={"lang": "zh", "next": "/"})  # the open attempt follows
+    ada.post("/quiz/quiz/submit")
+    page = prof.get("/instructor/grading").get_data(as_text=True)
+    assert "answered in Русский" in page and "answered in 中文" not in page

@@ -289,6 +289,8 @@ class QuizAnswer(Base):
     feedback: Mapped[str] = mapped_column(Text, default="")
     details: Mapped[dict | None] = mapped_column(JSON)
     answered_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # the language the answer was written in (the attempt's language may change after it)
+    lang: Mapped[str | None] = mapped_column(String(10))
     # open: may be answered (again); pending: a try is with the grading workers; final: no
     # more tries (the feedback, with the worked solution, may be shown)
     state: Mapped[str] = mapped_column(String(10), default="open", server_default="open")

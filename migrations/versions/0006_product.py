@@ -1,4 +1,4 @@
-"""per-student extensions: an own deadline and extra attempts
+"""per-student extensions (an own deadline, extra attempts); the language of a quiz answer
 
 Revision ID: 0006
 Revises: 0004 (the lead relinks the chain when merging)
@@ -32,9 +32,13 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('extensions', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_extensions_user_id'), ['user_id'], unique=False)
+    with op.batch_alter_table('quiz_answers', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('lang', sa.String(length=10), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table('quiz_answers', schema=None) as batch_op:
+        batch_op.drop_column('lang')
     with op.batch_alter_table('extensions', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_extensions_user_id'))
     op.drop_table('extensions')

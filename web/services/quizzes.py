@@ -165,7 +165,7 @@ def answer_question(session: Session, attempt: QuizAttempt, question_id: str, an
     tried = QuizTry(number=len(row.tries) + 1, answer=answer, status="pending",
                     max_points=float(result.max_points), created_at=now)
     row.tries.append(tried)
-    row.answer, row.answered_at = answer, now
+    row.answer, row.answered_at, row.lang = answer, now, lang or attempt.lang
     quiz_policy.apply_result(attempt, row, tried, result.to_dict(), now)
     session.flush()
     return row
