@@ -312,3 +312,15 @@ def test_the_grading_queue_names_the_language_an_answer_was_written_in(env, ada,
     ada.post("/quiz/quiz/submit")
     page = prof.get("/instructor/grading").get_data(as_text=True)
     assert "answered in Русский" in page and "answered in 中文" not in page
+
+
+def test_the_question_bank_previews_a_question_in_any_language_and_variant(env, prof, ada):
+    bank = prof.get("/instructor/questions").get_data(as_text=True)
+    assert 'href="/instructor/questions/head-dimension"' in bank
+    page = prof.get("/instructor/questions/head-dimension?lang=ru&seed=3").get_data(as_text=True)
+    assert "Размерность одной головы" in page and "<fieldset disabled" in page
+    assert "Answer of this variant" in page and "another variant" in page
+    rubric = prof.get("/instructor/questions/derive-score-variance").get_data(as_text=True)
+    assert "Rubric" in rubric
+    assert prof.get("/instructor/questions/no-such-question").status_code == 404
+    assert ada.get("/instructor/questions/head-dimension").status_code == 403

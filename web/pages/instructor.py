@@ -12,7 +12,7 @@ from ..services.users import find_user
 from ..services.submissions import SubmissionRejected, submission_view
 from . import charts
 from .forms import (ActionForm, AssignmentSettingsForm, ExtensionForm, ManualGradeForm,
-                    OverrideScoreForm, options)
+                    OverrideScoreForm, answer_form, options)
 from .helpers import db, highlight_python, instructor_required
 from .results import describe_checks
 
@@ -312,3 +312,31 @@ def question_bank():
                      if a.kind == "quiz"}
     return render_template("instructor/questions.html", bank=bank, problems=problems,
                            form=form, quizzes_using=quizzes_using)
+
+
+@bp.get("/questions/<question_id>")
+@instructor_required
+def question_preview(question_id: str):
+    """One question as a student sees it (PrairieLearn's preview): any language, any variant,
+    with the answer and the worked solution of that variant below."""
+    from questions.answers import solution
+    from questions.variants import params_for, render, substitute
+
+    from .helpers import LANGUAGES
+
+    bank = _bank()
+    try:
+        question = bank.get(question_id)
+    except KeyError:
+        abort(404)
+    if question is None:
+        abort(404)
+    lang = request.args.get("lang") if request.args.get("lang") in LANGUAGES else "en"
+    seed = request.args.get("seed", default=1, type=int)
+    shown = render(question, seed, lang)
+    explanation = (question.data.get("explanation") or {}).get(lang)
+    return render_template(
+        "instructor/question_preview.html", question=question, shown=shown, lang=lang,
+        seed=seed, form=answer_form(shown), answer=solution(question, seed, lang),
+        explanation=substitute(explanation, params_for(question, seed), lang)
+        if explanation else None)
