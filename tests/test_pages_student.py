@@ -324,3 +324,20 @@ def test_the_question_bank_previews_a_question_in_any_language_and_variant(env, 
     assert "Rubric" in rubric
     assert prof.get("/instructor/questions/no-such-question").status_code == 404
     assert ada.get("/instructor/questions/head-dimension").status_code == 403
+
+
+def test_a_free_text_grade_shows_which_rubric_items_were_met(env, ada, prof):
+    from questions.model import load_bank
+    rubric = load_bank().get("derive-score-variance").data["rubric"]
+    ada.post("/quiz/quiz/start")
+    ada.post("/quiz/quiz/questions/derive-score-variance",
+             data={"q-derive-score-variance-text": "a derivation"})
+    response = ada.post("/quiz/quiz/submit")
+    with db_session(env) as session:
+        from web.models import QuizAnswer
+        answer = session.query(QuizAnswer).filter_by(question_id="derive-score-variance").one()
+    prof.post(f"/instructor/grading/{answer.id}",
+              data={f"a{answer.id}-rubric": [rubric[0]["id"]], f"a{answer.id}-comment": "ok"})
+    page = ada.get(response.location).get_data(as_text=True)
+    assert page.count('<li class="met">') == 1
+    assert page.count('<li class="unmet">') == len(rubric) - 1
