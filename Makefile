@@ -12,22 +12,30 @@ PORT ?= 5000
 LOCK_TORCH ?= torch==2.13.0+cpu
 LOCK_FIND_LINKS ?= $(wildcard /opt/wheels)
 
-.PHONY: run test install clean bench lock
+.PHONY: run test install clean bench lock i18n
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[test]" -c constraints.txt
+	$(PY) -m pip install -q -e ".[server,test]" -c constraints.txt
 	touch $@
 
 lock:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q "uv>=0.5"
-	echo "$(LOCK_TORCH)" | $(VENV)/bin/uv pip compile pyproject.toml --extra test --extra deploy \
+	echo "$(LOCK_TORCH)" | $(VENV)/bin/uv pip compile pyproject.toml --extra server --extra test --extra deploy \
 	  --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
 	  $(if $(LOCK_FIND_LINKS),--find-links $(LOCK_FIND_LINKS)) -c /dev/stdin \
 	  --no-emit-package torch --custom-compile-command "make lock" -o constraints.txt
+
+# The interface's message catalogues (web/translations): extract the strings marked with _()
+# and gettext(), merge them into the Russian and Chinese .po files, compile the .mo files
+# that are committed with them. Translate new entries in the .po files, then run it again.
+i18n: install
+	$(VENV)/bin/pybabel extract -F babel.cfg -o web/translations/messages.pot --no-location --project attn-grader .
+	$(VENV)/bin/pybabel update -i web/translations/messages.pot -d web/translations
+	$(VENV)/bin/pybabel compile -d web/translations --statistics
 
 install: $(VENV)/.installed
 

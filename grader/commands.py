@@ -8,6 +8,9 @@ import sys
 import click
 
 PUBLIC_SEED = 20240607  # the local pre-check's inputs; the server draws a secret seed per run
+# The service's default ATTN_GRADER_MAX_SUBMISSION_BYTES: a file the pre-check passes but the
+# server refuses would cost the student a surprise at the deadline.
+SERVER_LIMIT_BYTES = 64 * 1024
 
 
 def _task_choice():
@@ -46,6 +49,17 @@ def check(file, task, as_json, sandbox, seed, device, only):
     notebook = _notebook_script(file, source, task, as_json)
     if notebook is not None:
         source = notebook
+    text = source if isinstance(source, str) else source.decode("utf-8", "replace")
+    if not text.lstrip("\ufeff").strip():
+        _fail(as_json, task, f"{file} is empty: write your {_function(task)}() in it "
+                             f"(`attn-grader template {task} > {file}` gives a starter)")
+    size = len(source.encode() if isinstance(source, str) else source)
+    if size > SERVER_LIMIT_BYTES:
+        warning = (f"{file} is {size} bytes of code; the server refuses submissions over "
+                   f"{SERVER_LIMIT_BYTES} bytes ({SERVER_LIMIT_BYTES // 1024} KiB) unless its "
+                   "operator raised the limit")
+        if not as_json:
+            click.echo(f"Warning: {warning}", err=True)
     # The checks' tensors are small: one thread grades them fastest, and torch's default pool
     # (a thread per core) made a grading several times slower on a busy machine (measured:
     # 0.22 s on one thread, 1.3 s on two with the cores busy). Grading workers do the same.
@@ -68,6 +82,8 @@ def check(file, task, as_json, sandbox, seed, device, only):
         else:
             click.echo(f"Error: --sandbox strict cannot run here: {exc}", err=True)
         sys.exit(2)
+    if size > SERVER_LIMIT_BYTES:
+        report.warnings.append(warning)
     function_cell = _notebook_cells(report, source, task) if notebook is not None else None
     if as_json:
         click.echo(json.dumps({**report.to_dict(), **({"notebook": {"function_cell": function_cell}}
@@ -92,6 +108,21 @@ def _exit_now(code: int) -> None:
         sys.stderr.flush()
         os._exit(code)
     sys.exit(code)
+
+
+def _function(task):
+    from .tasks import TITLES
+    return TITLES[task][1]
+
+
+def _fail(as_json, task, message):
+    """End the command with ``message``: one JSON report with --json, else a line on stderr."""
+    if as_json:
+        click.echo(json.dumps({"task": task, "score": 0, "max_score": 100, "passed": False,
+                               "checks": [], "error": message}))
+    else:
+        click.echo(f"Error: {message}", err=True)
+    sys.exit(1)
 
 
 def _notebook_script(file, data, task, as_json):
@@ -175,10 +206,17 @@ def _print_report(report, file, seed):
     table.add_column("", no_wrap=True)
     table.add_column("points", justify="right", no_wrap=True)
     table.add_column("what was found", ratio=1)
+    skipped: dict[str, int] = {}
     for c in report.checks:
-        mark = "[green]pass[/]" if c.passed else ("[dim]skip[/]" if c.details.get("skipped") else "[red]FAIL[/]")
+        if c.details.get("skipped"):  # one line per reason, not a row per check not run
+            reason = c.message.removeprefix("skipped: ")
+            skipped[reason] = skipped.get(reason, 0) + 1
+            continue
+        mark = "[green]pass[/]" if c.passed else "[red]FAIL[/]"
         pts = f"{c.points}/{c.max_points}" if c.max_points else "-"
         table.add_row(c.id, mark, pts, Text(c.message))  # Text: a student's message is never markup
+    for reason, count in skipped.items():
+        table.add_row(f"({count} more)", "[dim]skip[/]", "-", Text(f"not run: {reason}"))
     console.print(table)
     summary = report.to_dict()["summary"]
     if not report.passed and summary:
@@ -200,7 +238,7 @@ def _print_report(report, file, seed):
     colour = "green" if report.passed else "red"
     console.print(f"[bold {colour}]score {report.score}/{report.max_score}[/] "
                   f"({'all scored checks passed' if report.passed else 'some checks failed'})")
-    if report.error:
+    if report.error and report.error not in {c.message for c in report.checks}:  # said once
         console.print(Text(report.error, style="red"))
     for w in report.warnings:
         console.print(Text("note: " + w, style="yellow"))

@@ -90,7 +90,8 @@ class GradeReport:
                 "checks": [c.to_dict() for c in self.checks], "error": self.error,
                 "grader_version": GRADER_VERSION, "sandbox": self.sandbox, "warnings": list(self.warnings),
                 "seed_public": self.seed_public, "timings": self.timings,
-                "causes": list(self.causes), "summary": summary(self.checks, self.causes)}
+                "causes": list(self.causes), "summary": summary(self.checks, self.causes),
+                "student_stdout": self.student_stdout, "student_stderr": self.student_stderr}
 
 
 def split_points(total: int, weights: list[int]) -> list[int]:

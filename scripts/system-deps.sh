@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# System packages the tests use (the sandbox's bubblewrap, the browser tests' Chromium).
+# System packages the tests use (the sandbox's bubblewrap, the browser tests' Chromium, and
+# fonts with Cyrillic and CJK glyphs, so the Russian and Chinese pages and charts are not boxes).
 # Installed only where we are root with apt-get (CI, a fresh dev VM); elsewhere the
 # tests that need them skip with a message saying what is missing.
 set -u
-PACKAGES=(bubblewrap libseccomp2 chromium)
+PACKAGES=(bubblewrap libseccomp2 chromium fonts-dejavu-core fonts-noto-cjk)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -128,7 +128,8 @@ def test_rate_limited_submissions_say_when_to_retry(api):
     _set(api.service, "sdpa", rate_limit_count=2, rate_limit_seconds=600)
     assert [api.post("ada", task="sdpa", code="x = 1").status_code for _ in range(2)] == [202, 202]
     r = api.post("ada", task="sdpa", code="x = 1")
-    assert r.status_code == 429 and "at most 2 submissions per 600 s" in r.get_json()["error"]
+    assert r.status_code == 429  # said in minutes, as a person would
+    assert "at most 2 submissions per 10 min for sdpa; try again in 10 min" in r.get_json()["error"]
     assert 590 <= int(r.headers["Retry-After"]) <= 600
     assert api.post("bob", task="sdpa", code="x = 1").status_code == 202  # per student
 

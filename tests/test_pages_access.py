@@ -9,7 +9,7 @@ from pages_support import ada, bob, db_session, env, grade_queued, prof, sign_in
 # Rules that are public on purpose (no page data): sign-in/up, static files, health, API
 # (token-authenticated, tested by the API's own tests).
 PUBLIC = {"auth.sign_in", "auth.sign_up", "auth.forgot_password", "auth.reset_password", "static",
-          "student.pygments_stylesheet", "healthz", "metrics", "observability.healthz",
+          "student.pygments_stylesheet", "student.favicon", "healthz", "metrics", "observability.healthz",
           "observability.metrics",
           # LTI: the LMS's own requests (checked by state, nonce and signature) and the JWKS
           "lti.login", "lti.launch", "lti.jwks"}
@@ -47,7 +47,7 @@ def _url(rule, owner: str, subs, attempts, answers) -> str:
               "answer_id": answers[owner], "slug": "quiz" if "quiz" in rule.rule else "sdpa",
               "position": 0, "plot": "weights", "question_id": "derive-score-variance",
               "invitation_id": 1, "report_id": 1, "index": 0,
-              "platform_id": 1, "context_id": 1, "launch_id": "launch-1"}
+              "platform_id": 1, "context_id": 1, "launch_id": "launch-1", "token_id": 1}
     return rule.build({k: values[k] for k in rule.arguments}, append_unknown=False)[1]
 
 

@@ -36,7 +36,7 @@ def _field(qid, name):
 def test_quiz_in_russian_with_feedback_then_the_instructors_grade(env, ada, prof):
     page = ada.post("/language", data={"lang": "ru", "next": "/quiz/quiz"}, follow_redirects=True)
     text = page.get_data(as_text=True)
-    assert '<html lang="ru">' in text and "Начать" not in text  # chrome stays English
+    assert '<html lang="ru">' in text and "Начать тест" in text  # the interface follows (Flask-Babel)
     assert ada.post("/quiz/quiz/start").status_code == 302
     page = ada.get("/quiz/quiz").get_data(as_text=True)
     assert "Размерность одной головы" in page  # the numeric question's Russian title
@@ -196,7 +196,7 @@ def test_check_failure_rates_use_each_students_latest_submission(env, ada, bob):
     assert (rates["values"]["failed_latest"], rates["values"]["students"]) == (1, 2)
     assert (rates["values"]["failed_all"], rates["values"]["total_all"]) == (2, 3)
     assert rates["shape"]["latest_rate"] == 0.0
-    assert rates["values"]["common_message"] == "max abs error 0.3 at [0, 1]"
+    assert rates["values"]["common_message"] == "max abs error … at […, …]"  # numbers vary per run
 
 
 def test_job_stats_percentiles_and_workers(env, ada):

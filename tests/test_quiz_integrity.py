@@ -257,7 +257,7 @@ def test_penalised_tries_hide_the_solution_and_cost_a_share(env, ada):
     assert explanation not in page  # the worked solution stays hidden while tries remain
     assert f'name="q-{NUMERIC}-number"' in page  # another try is offered
     page = _answer(ada, NUMERIC, "number", str(_right_number(env, "ada@example.org")))
-    assert re.search(r'class="feedback correct"><strong>0.666667 / 1</strong>', page)
+    assert re.search(r'class="feedback correct"><strong>0.67 / 1</strong>', page)
     assert explanation in page  # final now: right, so the solution is shown
     row = _row(env, "ada@example.org", NUMERIC)
     assert [(t.number, t.correct, t.points) for t in row.tries] == \

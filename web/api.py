@@ -40,7 +40,7 @@ def token_required(view):
         header = request.headers.get("Authorization", "")
         if not header.startswith("Bearer "):
             return error("missing API token: send 'Authorization: Bearer <token>' "
-                         "(create one with `attn-grader users token EMAIL`)", 401,
+                         "(create one on the account page, /account)", 401,
                          WWW_Authenticate="Bearer")
         user = user_for_token(db_session(), header[7:].strip())
         if user is None:
@@ -110,7 +110,11 @@ def create_submission():
         headers = {"Retry_After": exc.retry_after} if exc.retry_after else {}
         return error(exc.message, exc.status, **headers)
     url = url_for("api.show_submission", submission_id=sub.id, _external=True)
-    response = jsonify(id=sub.id, status=sub.status, url=url)
+    # The page a person reads the result on (absent when the service runs without pages).
+    page = url_for("student.submission", submission_id=sub.id, _external=True) \
+        if "student" in current_app.blueprints else None
+    response = jsonify(id=sub.id, status=sub.status, url=url,
+                       **({"page_url": page} if page else {}))
     response.status_code = 202
     response.headers["Location"] = url
     return response

@@ -291,6 +291,8 @@ class QuizAnswer(Base):
     feedback: Mapped[str] = mapped_column(Text, default="")
     details: Mapped[dict | None] = mapped_column(JSON)
     answered_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # the language the answer was written in (the attempt's language may change after it)
+    lang: Mapped[str | None] = mapped_column(String(10))
     # open: may be answered (again); pending: a try is with the grading workers; final: no
     # more tries (the feedback, with the worked solution, may be shown)
     state: Mapped[str] = mapped_column(String(10), default="open", server_default="open")
@@ -349,6 +351,24 @@ class ManualGrade(Base):
     grader: Mapped[User] = relationship()
     quiz_answer: Mapped[QuizAnswer | None] = relationship(back_populates="manual_grades")
     submission: Mapped[Submission | None] = relationship()
+
+
+class Extension(Base):
+    """One student's own deadline and extra attempts for an assignment (Gradescope's
+    "extensions"): the assignment's settings stay as they are for everyone else."""
+    __tablename__ = "extensions"
+    __table_args__ = (UniqueConstraint("assignment_id", "user_id", name="uq_extensions_assignment_user"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    deadline: Mapped[datetime | None] = mapped_column(DateTime)  # None: the assignment's
+    extra_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    note: Mapped[str] = mapped_column(String(200), default="")
+    granted_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    assignment: Mapped[Assignment] = relationship()
+    user: Mapped[User] = relationship(foreign_keys=[user_id])
 
 
 SIGNUP_MODES = ("open", "domain", "invite", "closed")

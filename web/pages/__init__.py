@@ -7,7 +7,9 @@ escapes it too.
 """
 from __future__ import annotations
 
-from flask import Flask, render_template, request
+from pathlib import Path
+
+from flask import Flask, current_app, render_template, request
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
 
@@ -19,6 +21,12 @@ def register(app: Flask) -> None:
     from ..lti.views import bp as lti_bp
     from . import auth, instructor, quiz, signup_admin, similarity, student
 
+    from flask_babel import Babel
+
+    # The interface language: the one chosen for the account (or this session), else the
+    # browser's. Catalogues: web/translations (pybabel; see babel.cfg).
+    Babel(app, locale_selector=helpers.interface_language,
+          default_translation_directories=str(Path(__file__).resolve().parent.parent / "translations"))
     login_manager.login_view = "auth.sign_in"
     login_manager.login_message = "Please sign in to see that page."
     login_manager.login_message_category = "info"
@@ -28,7 +36,7 @@ def register(app: Flask) -> None:
         app.register_blueprint(blueprint)
 
     app.jinja_env.filters.update(
-        when=helpers.format_when, score=helpers.format_score, percent=helpers.format_percent,
+        when=helpers.format_when, score=helpers.format_score, points=helpers.format_points, percent=helpers.format_percent,
         seconds=helpers.format_seconds, markdown=helpers.render_markdown,
         inline_markdown=helpers.render_inline, python=helpers.highlight_python)
     app.context_processor(helpers.template_globals)
@@ -53,6 +61,10 @@ def _error_page(exc):
     }
     code = getattr(exc, "code", 500) or 500
     detail = getattr(exc, "description", "") if code == 429 else ""
+    if code == 413:
+        limit = current_app.config["MAX_SUBMISSION_BYTES"]
+        detail = (f"Submissions are limited to {limit} bytes ({limit // 1024} KiB) of code; "
+                  "your browser's Back button returns to the editor.")
     return render_template("error.html", code=code, message=messages.get(code, "Error"),
                            detail=detail, user=current_user), code
 

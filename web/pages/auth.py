@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from flask import Blueprint, current_app, flash, redirect, render_template, request, session, url_for
+from flask import (Blueprint, abort, current_app, flash, redirect, render_template, request, session,
+                   url_for)
 from flask_login import current_user, login_required, login_user, logout_user
 
 from ..auth import authenticate, issue_token, revoke_tokens
 from ..extensions import limiter
+from ..models import utcnow
 from ..services import password_reset, signup
 from ..services.users import add_user
 from .forms import (ActionForm, ForgotPasswordForm, LanguageForm, ResetPasswordForm, SignInForm,
@@ -147,10 +149,33 @@ def account():
                            revoke_form=ActionForm(), lang_form=LanguageForm(lang=quiz_language()))
 
 
+@bp.post("/account/tokens/<int:token_id>/revoke")
+@login_required
+def revoke_one_token(token_id: int):
+    """Revoke one of the user's own tokens (a lost laptop), leaving the others working."""
+    token = next((t for t in current_user.tokens if t.id == token_id), None)
+    if token is None:
+        abort(404)
+    if ActionForm().validate_on_submit() and token.revoked_at is None:
+        token.revoked_at = utcnow()
+        db().commit()
+        flash(f"Token {token.prefix}… ({token.label or 'no label'}) revoked.", "success")
+    return redirect(url_for("auth.account"))
+
+
 @bp.post("/account/revoke-tokens")
 @login_required
 def revoke_all_tokens():
-    if ActionForm().validate_on_submit():
+    form = ActionForm()
+    if form.validate_on_submit() and request.form.get("confirmed") != "yes":
+        live = sum(1 for t in current_user.tokens if t.revoked_at is None)
+        return render_template(
+            "confirm.html", heading="Revoke every API token?", form=form,
+            lines=[f"Your {live} active token(s) stop working at once: `attn-grader submit` "
+                   "with any of them is refused until you create a new one."],
+            action=url_for("auth.revoke_all_tokens"), button=f"Revoke {live} token(s)",
+            button_class="danger", back=url_for("auth.account"))
+    if form.validate_on_submit():
         count = revoke_tokens(db(), current_user)
         db().commit()
         flash(f"{count} API token(s) revoked.", "success")

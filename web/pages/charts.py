@@ -12,6 +12,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: smaller and crisp
 matplotlib.rcParams["font.family"] = "sans-serif"
@@ -31,39 +33,75 @@ def _matrix(rows) -> list[list[float]]:
             for row in rows]
 
 
+NAN_COLOUR = "#d81b60"  # outside viridis, so a NaN cell cannot pass for a weight
+# heatmap() in grader/checks/base.py keeps the first element of every leading dimension
+SLICE_NAME = "batch 0, head 0"
+
+
+def _integer_ticks(ax) -> None:
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+
+
 def weights_heatmaps(submission, reference=None) -> bytes:
-    """The submission's attention weights beside the reference's, on one 0–1 colour scale."""
+    """The submission's attention weights beside the reference's, on one 0–1 colour scale;
+    NaN cells are crossed out in a colour of their own, with a legend entry."""
     panels = [("your weights", submission)] + ([("reference", reference)] if reference else [])
-    fig = Figure(figsize=(3.3 * len(panels) + 0.8, 3.4))
+    fig = Figure(figsize=(3.4 * len(panels) + 1.0, 3.9), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    image = None
-    for ax, (title, rows) in zip(axes, panels):
-        image = ax.imshow(_matrix(rows), vmin=0.0, vmax=1.0, cmap="viridis",
-                          interpolation="nearest", aspect="equal")
-        ax.set_title(title, fontsize=11)
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad=NAN_COLOUR)
+    image, any_nan = None, False
+    for i, (ax, (title, rows)) in enumerate(zip(axes, panels)):
+        matrix = _matrix(rows)
+        image = ax.imshow(matrix, vmin=0.0, vmax=1.0, cmap=cmap, interpolation="nearest",
+                          aspect="equal")
+        for r, row in enumerate(matrix):
+            for c, value in enumerate(row):
+                if math.isnan(value):
+                    any_nan = True
+                    ax.text(c, r, "×", ha="center", va="center", color="white", fontsize=8)
+        ax.set_title(f"{title}\n({SLICE_NAME})", fontsize=10)
         ax.set_xlabel("key position")
-        ax.set_ylabel("query position")
+        if i == 0:  # one y label: the second panel's would sit on the first's picture
+            ax.set_ylabel("query position")
+        _integer_ticks(ax)
     fig.colorbar(image, ax=list(axes), shrink=0.85, label="weight")
+    if any_nan:
+        fig.legend(handles=[Patch(facecolor=NAN_COLOUR, label="× NaN (not a number)")],
+                   loc="outside lower center", frameon=False, fontsize=9)
     return _svg(fig)
 
 
 def variance_plot(table: list[dict]) -> bytes:
-    """Logit variance against d_k: the submission's points and the expected 1."""
+    """Logit variance against d_k: the submission's points and the expected values."""
     rows = sorted(table, key=lambda r: r["d_k"])
     dks = [r["d_k"] for r in rows]
-    fig = Figure(figsize=(5.2, 3.4))
+    yours = [r["variance"] for r in rows]
+    expected = [r.get("expected", 1.0) for r in rows]
+    fig = Figure(figsize=(5.2, 3.8), layout="constrained")
     ax = fig.subplots()
-    ax.plot(dks, [r["variance"] for r in rows], "o-", color=FAIL_COLOUR, label="your logits")
-    ax.plot(dks, [r.get("expected", 1.0) for r in rows], "--", color=PASS_COLOUR,
-            label="expected (1/√d_k scaling)")
-    ax.set_xscale("log", base=2)
-    if max(r["variance"] for r in rows) > 20 * max(r.get("expected", 1.0) for r in rows):
+    if len(rows) == 1:
+        # One d_k (the scale= argument check): two labelled markers, not a lone dot.
+        ax.scatter([0], yours, s=60, color=FAIL_COLOUR, label="your logits", zorder=3)
+        ax.scatter([1], expected, s=60, color=PASS_COLOUR, marker="D",
+                   label="expected with the scale given", zorder=3)
+        for x, y in ((0, yours[0]), (1, expected[0])):
+            ax.annotate(f"{y:.3g}", (x, y), textcoords="offset points", xytext=(10, 0),
+                        va="center", fontsize=9)
+        ax.set_xlim(-0.6, 1.8)
+        ax.set_xticks([0, 1], ["yours", "expected"])
+        ax.set_xlabel(f"d_k = {dks[0]}")
+    else:
+        ax.plot(dks, yours, "o-", color=FAIL_COLOUR, label="your logits")
+        ax.plot(dks, expected, "--", color=PASS_COLOUR, label="expected (1/√d_k scaling)")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(dks, [str(d) for d in dks])
+        ax.set_xlabel("d_k")
+    if max(yours) > 20 * max(expected) or min(yours) * 20 < min(expected):
         ax.set_yscale("log")
-    ax.set_xticks(dks, [str(d) for d in dks])
-    ax.set_xlabel("d_k")
     ax.set_ylabel("variance of the logits")
     ax.grid(alpha=0.3)
-    ax.legend(frameon=False)
+    fig.legend(loc="outside lower center", ncols=2, frameon=False, fontsize=9)
     return _svg(fig)
 
 

@@ -49,9 +49,9 @@ class SignUpForm(FlaskForm):
     name = StringField("Name", validators=[DataRequired(), Length(max=200)])
     email = EmailField("Email", validators=[DataRequired(), Regexp(EMAIL_PATTERN, message="not an email address"),
                                             Length(max=254)])
-    password = PasswordField("Password", validators=[
-        DataRequired(), Length(min=MIN_PASSWORD_LENGTH,
-                               message=f"use at least {MIN_PASSWORD_LENGTH} characters")])
+    # The length rule is one of password_problems' (validate_password): a Length validator
+    # here as well would say "use at least 8 characters" twice.
+    password = PasswordField("Password", validators=[DataRequired()])
     confirm = PasswordField("Repeat the password",
                             validators=[DataRequired(), EqualTo("password", "the passwords differ")])
     invite = HiddenField()  # the invitation code from the link, carried through the form
@@ -63,6 +63,17 @@ class SignUpForm(FlaskForm):
         problems = password_problems(field.data or "", self.email.data)
         if problems:
             raise ValidationError("; ".join(problems))
+
+
+class ExtensionForm(FlaskForm):
+    """One student's own deadline and/or extra attempts for an assignment."""
+    email = EmailField("Student's email", validators=[DataRequired(), Length(max=254)])
+    deadline = DateTimeLocalField("Their deadline (UTC)", validators=[Optional()],
+                                  format=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"])
+    extra_attempts = IntegerField("Extra attempts", default=0,
+                                  validators=[Optional(), NumberRange(min=0, max=1000)])
+    note = StringField("Note (for you)", validators=[Length(max=200)])
+    submit = SubmitField("Grant the extension")
 
 
 class ForgotPasswordForm(FlaskForm):
@@ -197,6 +208,14 @@ assert set(FEEDBACK_LEVELS) == {"full", "score", "after_deadline"}
 assert set(ANSWER_POLICIES) == {"single_try", "penalised_tries"}
 
 
+def _each_item_once(count: int):
+    def check(form, _field):
+        chosen = [getattr(form, f"pos{i}").data for i in range(count)]
+        if all(chosen) and len(set(chosen)) != count:
+            raise ValidationError("put each item in exactly one position")
+    return check
+
+
 def answer_form(question: dict, previous=None) -> FlaskForm:
     """A form for one rendered question (``questions.variants.render``), prefilled."""
     from .helpers import render_inline
@@ -223,10 +242,16 @@ def answer_form(question: dict, previous=None) -> FlaskForm:
                                         render_kw={"inputmode": "decimal", "autocomplete": "off"})
         data["number"] = previous
     elif kind == "ordering":
+        # Every position starts empty: pre-filled in the shown order, an unchanged answer would
+        # be graded as the student's (and score partial credit for nothing).
         items = [(i["id"], render_inline(i["text"])) for i in question["items"]]
         for index in range(len(items)):
-            setattr(AnswerForm, f"pos{index}", SelectField(f"{index + 1}.", choices=options(items)))
-            data[f"pos{index}"] = previous[index] if previous and index < len(previous) else items[index][0]
+            validators = [InputRequired(message=f"choose the item for position {index + 1}")]
+            if index == len(items) - 1:
+                validators.append(_each_item_once(len(items)))
+            setattr(AnswerForm, f"pos{index}", SelectField(
+                f"{index + 1}.", choices=options([("", "— choose —")] + items), validators=validators))
+            data[f"pos{index}"] = previous[index] if previous and index < len(previous) else ""
     elif kind == "matching":
         rights = options([("", "—")] + [(r["id"], render_inline(r["text"])) for r in question["right"]])
         for index, left in enumerate(question["left"]):

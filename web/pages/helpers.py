@@ -44,17 +44,35 @@ def quiz_language() -> str:
     return lang if lang in LANGUAGES else "en"
 
 
+def interface_language() -> str:
+    """Flask-Babel's locale: the account's (or session's) language, else the browser's."""
+    lang = session.get("lang")
+    if lang not in LANGUAGES and current_user and current_user.is_authenticated:
+        lang = current_user.locale
+    if lang not in LANGUAGES:
+        from flask import request
+        lang = request.accept_languages.best_match(list(LANGUAGES)) if request else None
+    return lang if lang in LANGUAGES else "en"
+
+
 # ---- filters -----------------------------------------------------------------------------
 
 def format_when(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else "—"
 
 
+def format_points(value) -> str:
+    """Points as a person reads them: 2, 0.33, 6.73 (two decimals at most, no trailing zeros)."""
+    if value is None:
+        return "—"
+    return f"{round(float(value), 2):g}" if isinstance(value, float) else str(value)
+
+
 def format_score(value, top=None) -> str:
     if value is None:
         return "—"
-    text = f"{value:.4g}" if isinstance(value, float) else str(value)
-    return f"{text} / {top:.4g}" if top is not None else text
+    text = format_points(value)
+    return f"{text} / {format_points(top)}" if top is not None else text
 
 
 def format_percent(value) -> str:
@@ -68,7 +86,7 @@ def format_seconds(value) -> str:
 
 
 def template_globals() -> dict:
-    return {"languages": LANGUAGES, "now": utcnow()}
+    return {"languages": LANGUAGES, "now": utcnow(), "interface_lang": interface_language}
 
 
 # ---- rendering ---------------------------------------------------------------------------
@@ -111,6 +129,16 @@ def code_diff(old: str, new: str, old_name: str, new_name: str) -> Markup | None
     if not lines:
         return None
     return Markup(highlight("\n".join(lines), DiffLexer(), HtmlFormatter(cssclass="highlight")))
+
+
+def side_by_side(old: str, new: str, old_name: str, new_name: str) -> Markup | None:
+    """Two versions in columns with the changed lines marked (difflib.HtmlDiff escapes the
+    code); None if they are equal."""
+    if old == new:
+        return None
+    table = difflib.HtmlDiff(tabsize=4, wrapcolumn=80).make_table(
+        old.splitlines(), new.splitlines(), old_name, new_name, context=True, numlines=3)
+    return Markup(table)
 
 
 def pygments_css() -> str:

@@ -3,15 +3,17 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
+from sqlalchemy import select
 
 from ..extensions import state
 from ..models import QuizAnswer, Submission
-from ..services import analytics, courses, gradebook, quizzes, review
+from ..services import analytics, courses, extensions, gradebook, grading, quizzes, review
+from ..services.users import find_user
 from ..services.submissions import SubmissionRejected, submission_view
 from . import charts
 from ..services import family_points
-from .forms import (ActionForm, AssignmentSettingsForm, ManualGradeForm, OverrideScoreForm,
-                    options)
+from .forms import (ActionForm, AssignmentSettingsForm, ExtensionForm, ManualGradeForm,
+                    OverrideScoreForm, answer_form, options)
 from .helpers import db, highlight_python, instructor_required
 from .results import describe_checks
 
@@ -82,7 +84,8 @@ def failure_chart(slug: str):
 def assignment(slug: str):
     item = _assignment(slug)
     session = db()
-    context = {"assignment": item, "action_form": ActionForm()}
+    context = {"assignment": item, "action_form": ActionForm(), "extension_form": ExtensionForm(),
+               "extensions": extensions.extensions_of(session, item)}
     if item.kind == "task":
         context["failures"] = analytics.check_failure_rates(session, item)
         context["submissions"] = analytics.submission_rows(session, item)
@@ -91,6 +94,32 @@ def assignment(slug: str):
         context["pending"] = len(quizzes.pending_manual(session, item))
         context["attempts"] = analytics.attempt_rows(session, item)
     return render_template("instructor/assignment.html", **context)
+
+
+@bp.post("/assignments/<slug>/extensions")
+@instructor_required
+def grant_extension(slug: str):
+    item = _assignment(slug)
+    form = ExtensionForm()
+    if not form.validate_on_submit():
+        flash("Extension not saved: " + "; ".join(e for es in form.errors.values() for e in es),
+              "error")
+        return redirect(url_for("instructor.assignment", slug=slug) + "#extensions")
+    session = db()
+    student = find_user(session, form.email.data)
+    try:
+        if student is None:
+            raise ValueError(f"no account {form.email.data}")
+        extensions.grant(session, item, student, granted_by=current_user,
+                         deadline=form.deadline.data, extra_attempts=form.extra_attempts.data or 0,
+                         note=form.note.data or "")
+    except ValueError as exc:
+        session.rollback()
+        flash(f"Extension not saved: {exc}.", "error")
+    else:
+        session.commit()
+        flash(f"Extension for {student.email} saved.", "success")
+    return redirect(url_for("instructor.assignment", slug=slug) + "#extensions")
 
 
 @bp.get("/assignments/<slug>/quiz-questions.csv")
@@ -108,10 +137,22 @@ def question_stats_csv(slug: str):
 @instructor_required
 def regrade_assignment(slug: str):
     item = _assignment(slug)
-    if ActionForm().validate_on_submit():
+    form = ActionForm()
+    if form.validate_on_submit() and request.form.get("confirmed") != "yes":
+        ids = list(db().scalars(select(Submission.id).where(Submission.assignment_id == item.id)))
+        kept = grading.overridden_count(db(), ids)
+        return render_template(
+            "confirm.html", heading=f"Regrade every submission of {item.title}?", form=form,
+            lines=[f"All {len(ids)} submission(s) are graded again with the current grader, "
+                   "through the job queue; the earlier results stay on record.",
+                   f"{kept} score(s) you overrode by hand stay as you set them."],
+            action=url_for("instructor.regrade_assignment", slug=slug),
+            button=f"Regrade {len(ids)} submission(s)",
+            back=url_for("instructor.assignment", slug=slug))
+    if form.validate_on_submit():
         count = review.requeue_assignment(db(), item, state().dispatcher)
-        flash(f"{count} submission(s) of {item.title} queued for grading with the current grader.",
-              "success")
+        flash(f"{count} submission(s) of {item.title} queued for grading with the current grader; "
+              "scores overridden by hand are kept.", "success")
     return redirect(url_for("instructor.assignment", slug=slug))
 
 
@@ -162,7 +203,7 @@ def submission(submission_id: int):
     form = OverrideScoreForm()
     return render_template("instructor/submission.html", sub=sub, view=view, checks=checks,
                            code_html=highlight_python(sub.code), regrade_form=ActionForm(),
-                           override_form=form)
+                           override_form=form, override=grading.latest_override(db(), sub))
 
 
 @bp.post("/submissions/<int:submission_id>/regrade")
@@ -177,8 +218,7 @@ def regrade(submission_id: int):
         except ValueError as exc:
             flash(f"Not regraded: {exc}.", "error")
         else:
-            flash(f"Attempt #{sub.id} is queued for grading again.", "success")
-            return redirect(url_for("student.submission", submission_id=sub.id))
+            flash(f"Submission #{sub.id} is queued for grading again.", "success")
     return redirect(url_for("instructor.submission", submission_id=sub.id))
 
 
@@ -286,3 +326,31 @@ def question_bank():
                      if a.kind == "quiz"}
     return render_template("instructor/questions.html", bank=bank, problems=problems,
                            form=form, quizzes_using=quizzes_using)
+
+
+@bp.get("/questions/<question_id>")
+@instructor_required
+def question_preview(question_id: str):
+    """One question as a student sees it (PrairieLearn's preview): any language, any variant,
+    with the answer and the worked solution of that variant below."""
+    from questions.answers import solution
+    from questions.variants import params_for, render, substitute
+
+    from .helpers import LANGUAGES
+
+    bank = _bank()
+    try:
+        question = bank.get(question_id)
+    except KeyError:
+        abort(404)
+    if question is None:
+        abort(404)
+    lang = request.args.get("lang") if request.args.get("lang") in LANGUAGES else "en"
+    seed = request.args.get("seed", default=1, type=int)
+    shown = render(question, seed, lang)
+    explanation = (question.data.get("explanation") or {}).get(lang)
+    return render_template(
+        "instructor/question_preview.html", question=question, shown=shown, lang=lang,
+        seed=seed, form=answer_form(shown), answer=solution(question, seed, lang),
+        explanation=substitute(explanation, params_for(question, seed), lang)
+        if explanation else None)

@@ -33,10 +33,22 @@ def _attempt_items(attempt: QuizAttempt, lang: str, with_forms: bool) -> list[di
         manual = row.manual_grades[-1] if row.manual_grades else None
         closed = row.state == "final" or attempt.status != "open"
         items.append({**shown, "number": number, "row": row, "manual": manual,
+                      "rubric": _rubric_met(question, row, lang) if manual else [],
                       "answered": row.answered_at is not None,
                       "form": answer_form(question, row.answer) if with_forms and not closed
                       else None})
     return items
+
+
+def _rubric_met(question: dict, row, lang: str) -> list[dict]:
+    """A free-text grade's rubric, each item marked met or not (Moodle's review shows it)."""
+    awarded = (row.details or {}).get("awarded")
+    if question.get("kind") != "free_text" or awarded is None:
+        return []
+    from questions.answers import solution
+
+    rubric = solution(quizzes._bank().get(row.question_id), row.seed, lang).get("rubric", [])
+    return [{**item, "met": item["id"] in awarded} for item in rubric]
 
 
 @bp.route("/quiz/<slug>")

@@ -11,7 +11,6 @@ FACTS = (
     ("offset", "column"),
     ("text", "source line"),
     ("shapes", "input shapes"),
-    ("diagnosis", "diagnosis"),
     ("input", "input"),
     ("dtype", "dtype"),
     ("mask", "mask"),
@@ -29,7 +28,9 @@ FACTS = (
     ("row_sums", "row sums (first rows)"),
 )
 PICTURE_KEYS = {"weights_submission", "weights_reference", "variance_by_dk"}
-HIDDEN_KEYS = {"skipped"}
+# Shown another way or internal: the traceback has its own block (newlines kept), the
+# diagnosis is already said in words in the check's message ("Likely cause: ...").
+HIDDEN_KEYS = {"skipped", "traceback", "error_kind", "diagnosis", "unverified"}
 
 
 def _show(value) -> str:
@@ -49,9 +50,11 @@ def describe_check(check: dict) -> dict:
     facts = [(label, _show(details[key])) for key, label in FACTS
              if details.get(key) is not None and not (key == "nonfinite" and not details[key])]
     known = {key for key, _ in FACTS} | PICTURE_KEYS | HIDDEN_KEYS
-    other = [(key, _show(value)) for key, value in details.items()
+    other = [(key.replace("_", " "), _show(value)) for key, value in details.items()
              if key not in known and value is not None]
+    traceback = details.get("traceback") if isinstance(details.get("traceback"), str) else None
     return {**check, "facts": facts, "other": other, "skipped": bool(details.get("skipped")),
+            "traceback": traceback,
             "has_weights": isinstance(details.get("weights_submission"), list),
             "has_variance": isinstance(details.get("variance_by_dk"), list)
             and bool(details["variance_by_dk"])}
@@ -66,3 +69,4 @@ def describe_checks(checks: list[dict], open_limit: int = 4) -> list[dict]:
     for c in chosen[:open_limit]:
         c["open"] = True
     return described
+

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redirect,
                    render_template, request, url_for)
+from flask_babel import gettext
 from flask_login import current_user, login_required
 
 from ..extensions import state
-from ..services import courses, progress, submissions, waiting
+from ..services import courses, grading, progress, submissions, waiting
 from . import charts
 from .forms import ActionForm, SubmissionForm
-from .helpers import code_diff, db, pygments_css, render_markdown
+from .helpers import code_diff, db, highlight_python, pygments_css, render_markdown, side_by_side
 from .results import describe_checks
 
 bp = Blueprint("student", __name__)
@@ -66,7 +67,7 @@ def task(slug: str):
                                      max_attempts=config["MAX_ATTEMPTS"])
         except submissions.SubmissionRejected as exc:
             session.rollback()
-            flash(f"Not submitted: {exc.message}", "error")
+            flash(gettext("Not submitted: %(reason)s", reason=exc.message), "error")
         else:
             return redirect(url_for("student.submission", submission_id=sub.id))
     history = progress.history(session, current_user.id, assignment.id)
@@ -75,7 +76,9 @@ def task(slug: str):
     standing = progress.standing(session, current_user, assignment)
     return render_template("student/task.html", assignment=assignment, spec=spec,
                            spec_html=render_markdown(spec.spec_markdown), form=form,
-                           history=history, standing=standing)
+                           history=history, numbers=progress.attempt_numbers(history),
+                           standing=standing,
+                           max_bytes=current_app.config["MAX_SUBMISSION_BYTES"])
 
 
 @bp.get("/tasks/<slug>/starter.py")
@@ -105,14 +108,39 @@ def submission(submission_id: int):
     sub = _own_submission(submission_id)
     view = submissions.submission_view(sub, current_user)
     checks = describe_checks(view["checks"])
-    previous = progress.previous_submission(session, sub)
-    diff = code_diff(previous.code, sub.code, f"attempt #{previous.id}", f"attempt #{sub.id}") \
-        if previous else None
     history = progress.history(session, sub.user_id, sub.assignment_id)
+    numbers = progress.attempt_numbers(history)
+    previous = progress.previous_submission(session, sub)
+    diff = code_diff(previous.code, sub.code, f"attempt {numbers[previous.id]}",
+                     f"attempt {numbers[sub.id]}") if previous else None
     return render_template("student/submission.html", sub=sub, view=view, checks=checks,
                            summary=view.get("summary"), scoring=view.get("scoring"),
-                           previous=previous, diff=diff, history=history,
+                           previous=previous, diff=diff,
+                           history=history, numbers=numbers, code=highlight_python(sub.code),
+                           override=grading.latest_override(session, sub),
                            regrade_form=ActionForm())
+
+
+@bp.get("/submissions/<int:submission_id>/compare")
+@login_required
+def compare(submission_id: int):
+    """Two attempts of one student side by side: this one (or ``?new=ID``) against ``?old=ID``,
+    by default the attempt before it."""
+    session = db()
+    new = _own_submission(request.args.get("new", type=int) or submission_id)
+    old_id = request.args.get("old", type=int)
+    if old_id is not None:
+        old = _own_submission(old_id)
+    else:
+        old = progress.previous_submission(session, new) or new
+    if old.assignment_id != new.assignment_id or old.user_id != new.user_id:
+        abort(404)
+    history = progress.history(session, new.user_id, new.assignment_id)
+    numbers = progress.attempt_numbers(history)
+    table = side_by_side(old.code, new.code, f"attempt {numbers[old.id]}",
+                         f"attempt {numbers[new.id]}")
+    return render_template("student/compare.html", assignment=new.assignment, old=old, new=new,
+                           numbers=numbers, history=history, table=table)
 
 
 @bp.get("/submissions/<int:submission_id>/status.json")
@@ -156,3 +184,9 @@ def check_plot(submission_id: int, position: int, plot: str):
 def pygments_stylesheet():
     return Response(pygments_css(), mimetype="text/css",
                     headers={"Cache-Control": "public, max-age=86400"})
+
+
+@bp.get("/favicon.ico")
+def favicon():
+    # Browsers ask for /favicon.ico before reading the page's <link rel="icon">.
+    return redirect(url_for("static", filename="favicon.svg"), code=301)

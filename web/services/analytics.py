@@ -10,6 +10,7 @@ the worked solution), so counting them would make every question look easy.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta
 from types import SimpleNamespace
@@ -82,6 +83,23 @@ def best_scores(session: Session, assignment: Assignment) -> tuple[list[float], 
 
 # ---- coding tasks ------------------------------------------------------------------------
 
+SKIPPED_PREFIX = "skipped:"
+_CAUSE = re.compile(r"Likely cause: (.+?)\.?$", re.S)
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e-?\d+)?")
+
+
+def mistake(message: str) -> str:
+    """What a failure message says went wrong, so that the same mistake counts once.
+
+    The grader's diagnosis ("Likely cause: ...") when it found one; otherwise the message
+    with its numbers (shapes, errors, indices) masked, since they differ on every run.
+    """
+    cause = _CAUSE.search(message)
+    if cause:
+        return cause.group(1).strip()[:200]
+    return _NUMBER.sub("…", message).strip()[:200]
+
+
 def check_failure_rates(session: Session, assignment: Assignment) -> list[dict]:
     """Per check: how many students' latest graded submission fails it, and over all runs.
 
@@ -96,10 +114,12 @@ def check_failure_rates(session: Session, assignment: Assignment) -> list[dict]:
     newest_subs = select(func.max(Submission.id)).where(done).group_by(Submission.user_id)
     is_latest = Result.submission_id.in_(newest_subs)
     failed = CheckResult.passed.is_(False)
+    # A check skipped because the file did not load was not run: neither a failure nor a pass.
+    ran = ~CheckResult.message.like(SKIPPED_PREFIX + "%")
 
     def counted(*columns):
         return (select(*columns).join(Result, Result.id == CheckResult.result_id)
-                .where(CheckResult.result_id.in_(newest_results)))
+                .where(CheckResult.result_id.in_(newest_results), ran))
 
     rows = session.execute(counted(
         CheckResult.check_id, func.count(), func.sum(case((failed, 1), else_=0)),
@@ -112,17 +132,18 @@ def check_failure_rates(session: Session, assignment: Assignment) -> list[dict]:
             CheckResult.check_id, CheckResult.message, func.count())
             .where(failed, CheckResult.message != "")
             .group_by(CheckResult.check_id, CheckResult.message)):
-        messages[check_id][message.split(":")[0][:120]] += n
+        messages[check_id][mistake(message)] += n
     out = []
     for check_id, total_all, failed_all, students, failed_latest, order, max_points in rows:
-        common = messages[check_id].most_common(1)
+        common = messages[check_id].most_common(3)
         out.append({
             "check_id": check_id, "failed_latest": int(failed_latest or 0),
             "students": int(students or 0), "failed_all": int(failed_all or 0),
             "total_all": int(total_all), "order": order, "max_points": max_points,
             "latest_rate": (failed_latest or 0) / students if students else 0.0,
             "all_rate": (failed_all or 0) / total_all if total_all else 0.0,
-            "common_message": common[0][0] if common else ""})
+            "common_message": common[0][0] if common else "",
+            "common_mistakes": common})
     # scored checks first: an unscored (report-only) check is a hint, not a lost point
     out.sort(key=lambda s: (s["max_points"] == 0, -s["latest_rate"], -s["all_rate"],
                             s["order"], s["check_id"]))

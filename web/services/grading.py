@@ -6,7 +6,9 @@ import math
 
 from sqlalchemy.orm import Session
 
-from ..models import CheckResult, Result, Submission, utcnow
+from sqlalchemy import func, select
+
+from ..models import CheckResult, ManualGrade, Result, Submission, utcnow
 
 
 def load_grade_function(spec: str = "grader.grading:grade_source"):
@@ -98,4 +100,23 @@ def record_result(session: Session, submission: Submission, report, *, kind: str
     submission.max_score = result.max_score
     submission.grader_version = result.grader_version
     submission.error = result.error
+    override = latest_override(session, submission)
+    if override is not None:  # an instructor's score stands until they change it
+        submission.score = override.points
     return result
+
+
+def latest_override(session: Session, submission: Submission) -> ManualGrade | None:
+    """The instructor's latest override of the submission's score, if any."""
+    if submission.id is None:
+        return None
+    return session.scalar(select(ManualGrade).where(ManualGrade.submission_id == submission.id)
+                          .order_by(ManualGrade.id.desc()).limit(1))
+
+
+def overridden_count(session: Session, submission_ids: list[int]) -> int:
+    """How many of the submissions carry an instructor's override."""
+    if not submission_ids:
+        return 0
+    return session.scalar(select(func.count(func.distinct(ManualGrade.submission_id)))
+                          .where(ManualGrade.submission_id.in_(submission_ids))) or 0

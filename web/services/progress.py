@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from ..models import Assignment, QuizAttempt, Submission, User, utcnow
 from .courses import default_course
+from .extensions import limits_for
 
 
 @dataclass
@@ -22,13 +23,17 @@ class AssignmentStanding:
     is_open: bool             # the student may submit now
     closed_reason: str = ""
     latest_id: int | None = None  # latest submission (task) or attempt (quiz)
+    deadline: datetime | None = None  # the student's own (an extension moves it)
+    extended: bool = False
 
 
-def submission_window(assignment: Assignment, now: datetime) -> tuple[bool, str]:
-    """Whether a student may submit now, and why not."""
+def submission_window(assignment: Assignment, now: datetime,
+                      deadline: datetime | None = None) -> tuple[bool, str]:
+    """Whether a student may submit now, and why not (``deadline``: the student's own)."""
+    deadline = deadline or assignment.deadline
     if assignment.opens_at and now < assignment.opens_at:
         return False, f"opens {assignment.opens_at:%Y-%m-%d %H:%M} UTC"
-    if assignment.deadline and now > assignment.deadline and assignment.late_policy == "reject":
+    if deadline and now > deadline and assignment.late_policy == "reject":
         return False, "the deadline has passed"
     return True, ""
 
@@ -45,7 +50,7 @@ def _task_standing(session: Session, user: User, assignment: Assignment, now) ->
         status = {"done": "graded"}.get(latest.status, latest.status)
     return _standing(assignment, status, best.score if best else None,
                      best.max_score if best else None, len(subs), now,
-                     latest.id if latest else None)
+                     latest.id if latest else None, limits_for(session, user, assignment))
 
 
 def _quiz_standing(session: Session, user: User, assignment: Assignment, now) -> AssignmentStanding:
@@ -62,15 +67,17 @@ def _quiz_standing(session: Session, user: User, assignment: Assignment, now) ->
         status = "awaiting review" if latest.needs_manual else "submitted"
     used = len(submitted) + (1 if latest is not None and latest.status == "open" else 0)
     return _standing(assignment, status, best.score if best else None,
-                     best.max_score if best else None, used, now, latest.id if latest else None)
+                     best.max_score if best else None, used, now, latest.id if latest else None,
+                     limits_for(session, user, assignment))
 
 
-def _standing(assignment, status, best, top, used, now, latest_id) -> AssignmentStanding:
-    left = None if assignment.max_attempts is None else max(0, assignment.max_attempts - used)
-    is_open, reason = submission_window(assignment, now)
+def _standing(assignment, status, best, top, used, now, latest_id, limits) -> AssignmentStanding:
+    left = None if limits.max_attempts is None else max(0, limits.max_attempts - used)
+    is_open, reason = submission_window(assignment, now, limits.deadline)
     if is_open and left == 0:
         is_open, reason = False, "no attempts left"
-    return AssignmentStanding(assignment, status, best, top, used, left, is_open, reason, latest_id)
+    return AssignmentStanding(assignment, status, best, top, used, left, is_open, reason, latest_id,
+                              deadline=limits.deadline, extended=limits.extended)
 
 
 def standing(session: Session, user: User, assignment: Assignment,
@@ -102,3 +109,8 @@ def previous_submission(session: Session, submission: Submission) -> Submission 
         Submission.user_id == submission.user_id,
         Submission.assignment_id == submission.assignment_id,
         Submission.id < submission.id).order_by(Submission.id.desc()).limit(1))
+
+
+def attempt_numbers(submissions: list[Submission]) -> dict[int, int]:
+    """Submission id -> the student's own attempt number (1 for their first)."""
+    return {s.id: n for n, s in enumerate(sorted(submissions, key=lambda s: s.id), start=1)}

@@ -90,12 +90,14 @@ def start_attempt(session: Session, user: User, assignment: Assignment,
     used = session.scalar(select(func.count(QuizAttempt.id)).where(
         QuizAttempt.user_id == user.id, QuizAttempt.assignment_id == assignment.id))
     if not user.is_instructor:
-        late = assignment.deadline and now > assignment.deadline
+        from .extensions import limits_for
+        limits = limits_for(session, user, assignment)  # the student's own, with an extension
+        late = limits.deadline and now > limits.deadline
         if late and assignment.late_policy == "reject":
             raise QuizError(
-                f"the deadline for {assignment.slug} passed at {iso(assignment.deadline)}")
-        if assignment.max_attempts is not None and used >= assignment.max_attempts:
-            raise QuizError(f"no attempts left: {used} of {assignment.max_attempts} used")
+                f"the deadline for {assignment.slug} passed at {iso(limits.deadline)}")
+        if limits.max_attempts is not None and used >= limits.max_attempts:
+            raise QuizError(f"no attempts left: {used} of {limits.max_attempts} used")
     attempt = QuizAttempt(assignment=assignment, user=user, lang=lang, started_at=now)
     key = student_key(user, used + 1)
     bank = _bank()
@@ -163,7 +165,7 @@ def answer_question(session: Session, attempt: QuizAttempt, question_id: str, an
     tried = QuizTry(number=len(row.tries) + 1, answer=answer, status="pending",
                     max_points=float(result.max_points), created_at=now)
     row.tries.append(tried)
-    row.answer, row.answered_at = answer, now
+    row.answer, row.answered_at, row.lang = answer, now, lang or attempt.lang
     quiz_policy.apply_result(attempt, row, tried, result.to_dict(), now)
     session.flush()
     return row

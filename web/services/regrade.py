@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..models import Assignment, Submission
-from .grading import effective_score, grading_seed, record_result, report_to_dict
+from .grading import effective_score, grading_seed, latest_override, record_result, report_to_dict
 
 
 @dataclass
@@ -42,15 +42,18 @@ def plan_regrade(session: Session, assignment: Assignment, grade_fn, *, config: 
     def grade(sub: Submission) -> RegradeChange:
         data = report_to_dict(grade_fn(sub.code, sub.task_id, sandbox=sandbox, device=device,
                                        server_seed=grading_seed(config, sub.task_id, sub.code)))
+        override = overrides[sub.id]  # record_result keeps it: the plan shows what is stored
         change = RegradeChange(
             submission_id=sub.id, email=sub.user.email, old_score=sub.score,
-            new_score=effective_score(sub, float(data.get("score") or 0.0)),
+            new_score=override.points if override is not None
+            else effective_score(sub, float(data.get("score") or 0.0)),
             max_score=float(data.get("max_score") or 0.0), old_version=sub.grader_version,
             new_version=str(data.get("grader_version") or "unknown"), report=data)
         if progress:
             progress(change)
         return change
 
+    overrides = {sub.id: latest_override(session, sub) for sub in subs}
     for sub in subs:  # load lazy attributes here, not in the worker threads
         _ = sub.user.email, sub.assignment.late_policy
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

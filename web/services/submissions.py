@@ -14,12 +14,15 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from grader.client import wait_phrase
 from grader.notebook import CellMap, NotebookError, annotate_check, is_notebook, notebook_script
 
 from ..models import Assignment, GradingJob, Submission, User, utcnow
+from .extensions import limits_for
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 64 * 1024
+OUTPUT_SHOWN = 2000  # characters of the student's stdout/stderr shown with a result
 
 
 class SubmissionRejected(Exception):
@@ -103,8 +106,8 @@ def _check_window(session: Session, user: User, assignment: Assignment, now: dat
         oldest = recent[-1]
         wait = max(1, math.ceil((oldest + timedelta(seconds=seconds) - now).total_seconds()))
         raise SubmissionRejected(
-            f"rate limited: at most {count} submissions per {seconds} s for "
-            f"{assignment.slug}; try again in {wait} s", 429, retry_after=wait)
+            f"rate limited: at most {count} submissions per {wait_phrase(seconds)} for "
+            f"{assignment.slug}; try again in {wait_phrase(wait)}", 429, retry_after=wait)
 
 
 def submit(session: Session, user: User, assignment: Assignment, code: str | bytes, *,
@@ -127,15 +130,16 @@ def submit(session: Session, user: User, assignment: Assignment, code: str | byt
     if not staff and assignment.opens_at and now < assignment.opens_at:
         raise SubmissionRejected(
             f"{assignment.slug} opens at {iso(assignment.opens_at)}", 403)
-    late = bool(assignment.deadline and now > assignment.deadline)
+    limits = limits_for(session, user, assignment)  # the student's own, with an extension
+    late = bool(limits.deadline and now > limits.deadline)
     if late and not staff and assignment.late_policy == "reject":
         raise SubmissionRejected(
-            f"the deadline for {assignment.slug} passed at {iso(assignment.deadline)}", 403)
-    if not staff and assignment.max_attempts is not None:
+            f"the deadline for {assignment.slug} passed at {iso(limits.deadline)}", 403)
+    if not staff and limits.max_attempts is not None:
         used = attempts_used(session, user, assignment)
-        if used >= assignment.max_attempts:
+        if used >= limits.max_attempts:
             raise SubmissionRejected(
-                f"no attempts left: {used} of {assignment.max_attempts} used for "
+                f"no attempts left: {used} of {limits.max_attempts} used for "
                 f"{assignment.slug}", 403)
     if not staff:
         _check_window(session, user, assignment, now)
@@ -214,6 +218,10 @@ def submission_view(submission: Submission, viewer: User, now: datetime | None =
         scoring = {"grader_score": result.score, "max_score": result.max_score,
                    "late_penalty": penalty, "score": submission.score,
                    "family_points": assignment.family_points}
+    shown = report if show_checks else {}
+    # What the student's code printed (the grader keeps the last 4000 characters of each).
+    output = {stream: (shown.get(f"student_{stream}") or "")[-OUTPUT_SHOWN:]
+              for stream in ("stdout", "stderr")}
     return {
         "id": submission.id, "task": submission.task_id,
         "assignment": submission.assignment.slug, "status": submission.status,
@@ -221,7 +229,7 @@ def submission_view(submission: Submission, viewer: User, now: datetime | None =
         "passed": result.passed if result else None,
         "checks": checks, "feedback": "full" if show_checks else "hidden",
         "error": error, "late": submission.late, "filename": submission.filename,
-        "notebook": notebook,
+        "notebook": notebook, "output": output,
         # how the score was reached: one line of root causes, and the late penalty if any
         "summary": report.get("summary") if show_checks else None,
         "scoring": scoring,

@@ -2,7 +2,8 @@
 
 Uses only the JSON API (``POST /api/v1/submissions``, then ``GET`` its URL with ``?wait=``
 until graded: the server answers as soon as the result is stored), so it works against any
-server; one that does not hold the request simply gets polled with a growing pause.
+server; it needs nothing from the web app itself and is part of the students' package
+(``pip install attn-grader``, without the ``[server]`` extra).
 """
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ import urllib.request
 
 import click
 
+from . import userconfig
+
 DEFAULT_SERVER = "http://127.0.0.1:5000"
+ACCOUNT_PATH = "/account"  # where a student creates an API token (web/pages/auth.py)
 
 
 class ApiError(Exception):
@@ -46,17 +50,41 @@ def _request(method: str, url: str, token: str, body: dict | None = None,
 LONG_POLL_SECONDS = 25  # what one request asks the server to wait (its cap is 60 s)
 
 
-def submit_and_wait(server: str, token: str, task: str, code: str, *, timeout: float = 600,
-                    poll: float = 0.5, filename: str = "submission.py") -> dict:
-    """Submit ``code`` for ``task`` and return the graded submission (the API's JSON).
+def wait_phrase(seconds: float) -> str:
+    """A wait as a person says it: "40 s", "54 min", "2 h 5 min"."""
+    seconds = max(1, int(round(seconds)))
+    if seconds < 90:
+        return f"{seconds} s"
+    minutes = -(-seconds // 60)  # rounded up: "try again in 1 min" must not be too early
+    if minutes < 120:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
+def create_submission(server: str, token: str, task: str, code: str, *,
+                      filename: str = "submission.py") -> dict:
+    """POST the submission; returns ``{"id", "status", "url"[, "page_url"]}``.
 
     ``filename`` tells the server what ``code`` is: a name ending in .ipynb makes it a notebook.
-    Each status request asks the server to hold it until the result is stored
-    (``?wait=``); only when an answer comes back early and unfinished (an older server, or
-    one with every waiting slot taken) does the client pause ``poll`` s, growing, before the next.
     """
-    accepted = _request("POST", server.rstrip("/") + "/api/v1/submissions", token,
-                        {"task": task, "code": code, "filename": filename})
+    return _request("POST", server.rstrip("/") + "/api/v1/submissions", token,
+                    {"task": task, "code": code, "filename": filename})
+
+
+def submit_and_wait(server: str, token: str, task: str, code: str, *, timeout: float = 600,
+                    poll: float = 0.5, filename: str = "submission.py",
+                    on_accepted=None) -> dict:
+    """Submit ``code`` for ``task`` and return the graded submission (the API's JSON).
+
+    ``on_accepted(accepted)`` is called once the server has stored it (to show its URL). Each
+    status request asks the server to hold it until the result is stored (``?wait=``); only when
+    an answer comes back early and unfinished (an older server, or one with every waiting slot
+    taken) does the client pause ``poll`` s, growing, before the next.
+    """
+    accepted = create_submission(server, token, task, code, filename=filename)
+    if on_accepted is not None:
+        on_accepted(accepted)
     deadline = time.monotonic() + timeout
     separator = "&" if "?" in accepted["url"] else "?"
     while True:
@@ -90,12 +118,17 @@ def print_result(view: dict, console=None) -> None:
     table.add_column("", no_wrap=True)
     table.add_column("points", justify="right", no_wrap=True)
     table.add_column("what was found", ratio=1)
+    skipped: dict[str, int] = {}
     for c in view.get("checks") or []:
-        details = c.get("details") or {}
-        mark = "[green]pass[/]" if c["passed"] else \
-            ("[dim]skip[/]" if details.get("skipped") else "[red]FAIL[/]")
+        if (c.get("details") or {}).get("skipped"):  # one line per reason, as on the web page
+            reason = (c.get("message") or "").removeprefix("skipped: ")
+            skipped[reason] = skipped.get(reason, 0) + 1
+            continue
+        mark = "[green]pass[/]" if c["passed"] else "[red]FAIL[/]"
         points = f"{c['points']:g}/{c['max_points']:g}" if c["max_points"] else "-"
         table.add_row(c["id"], mark, points, c.get("message") or "")
+    for reason, count in skipped.items():
+        table.add_row(f"({count} more)", "[dim]skip[/]", "-", f"not run: {reason}")
     if view.get("checks"):
         console.print(table)
     elif view.get("feedback") == "hidden":
@@ -111,7 +144,7 @@ def print_result(view: dict, console=None) -> None:
     late = ", late" if view.get("late") else ""
     console.print(f"[bold {colour}]score {view.get('score') or 0:g}/{view.get('max_score') or 0:g}"
                   f"[/] ({summary}{late})")
-    if view.get("error"):
+    if view.get("error") and view["error"] not in {c.get("message") for c in view.get("checks") or []}:
         console.print(f"[red]{view['error']}[/]", highlight=False)
     notebook = view.get("notebook")
     if notebook:
@@ -125,31 +158,67 @@ def print_result(view: dict, console=None) -> None:
                       f"(waited {timings.get('wait_seconds') or 0:.1f} s)[/]")
 
 
-@click.command()
+def _error_message(exc: ApiError, server: str) -> str:
+    """What went wrong and what helps: waiting only where waiting helps (429)."""
+    account = server.rstrip("/") + ACCOUNT_PATH
+    if exc.status == 401:
+        return (f"the server refused the API token ({exc.message}); create a new one on "
+                f"{account} and run `attn-grader config set token`")
+    if exc.status == 429 and exc.retry_after:
+        try:
+            return f"{exc.message} (try again in {wait_phrase(float(exc.retry_after))})"
+        except ValueError:
+            return f"{exc.message} (try again after {exc.retry_after})"
+    return exc.message
+
+
+@click.command(epilog="Get an API token on the account page of the service (/account, "
+                      "'API tokens'); `attn-grader config set server URL` and "
+                      "`attn-grader config set token` remember the server and the token.")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--task", required=True, help="task id, e.g. sdpa")
-@click.option("--server", envvar="ATTN_GRADER_SERVER", default=DEFAULT_SERVER, show_default=True)
+@click.option("--server", envvar="ATTN_GRADER_SERVER",
+              help="URL of the service [env ATTN_GRADER_SERVER; default: `attn-grader config "
+                   f"set server`, else {DEFAULT_SERVER}]")
 @click.option("--token", envvar="ATTN_GRADER_TOKEN",
-              help="API token [env ATTN_GRADER_TOKEN]; get one from your instructor or "
-                   "`attn-grader users token EMAIL`")
+              help="API token from the account page [env ATTN_GRADER_TOKEN; default: "
+                   "`attn-grader config set token`]")
+@click.option("--wait/--no-wait", default=True, show_default=True,
+              help="wait for the result, or only print its address")
 @click.option("--timeout", default=600.0, show_default=True, help="seconds to wait for grading")
 @click.option("--json", "as_json", is_flag=True, help="print the API's JSON instead")
-def submit(file, task, server, token, timeout, as_json):
-    """Submit FILE to a grading service and wait for the result."""
+def submit(file, task, server, token, wait, timeout, as_json):
+    """Submit FILE to the grading service and wait for the result."""
+    server = server or userconfig.stored("server") or DEFAULT_SERVER
+    token = token or userconfig.stored("token")
     if not token:
-        raise click.UsageError("no API token: pass --token or set ATTN_GRADER_TOKEN")
+        raise click.UsageError(
+            f"no API token: create one on {server.rstrip('/')}{ACCOUNT_PATH}, then run "
+            "`attn-grader config set token` (or pass --token, or set ATTN_GRADER_TOKEN)")
     raw = open(file, "rb").read()
     try:
         code = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise click.ClickException(f"{file} is not UTF-8 text (byte {exc.start}); "
                                    "save it as UTF-8") from None
+
+    def announce(accepted):
+        if not as_json:  # stderr: --json keeps stdout one JSON document
+            where = accepted.get("page_url") or accepted["url"]
+            click.echo(f"submission {accepted['id']} accepted; result: {where}", err=True)
+
     try:
+        if not wait:
+            accepted = create_submission(server, token, task, code,
+                                         filename=os.path.basename(file))
+            click.echo(json.dumps(accepted, indent=2) if as_json else
+                       f"submission {accepted['id']} accepted; result: "
+                       f"{accepted.get('page_url') or accepted['url']}")
+            return
         view = submit_and_wait(server, token, task, code, timeout=timeout,
-                               filename=os.path.basename(file))
+                               filename=os.path.basename(file), on_accepted=announce)
     except ApiError as exc:
-        hint = f" (retry after {exc.retry_after} s)" if exc.retry_after else ""
-        raise click.ClickException(f"{exc.message}{hint}") from None
+        raise click.ClickException(_error_message(exc, server)) from None
     if as_json:
         click.echo(json.dumps(view, indent=2))
     else:

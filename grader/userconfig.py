@@ -1,0 +1,120 @@
+"""``attn-grader config``: the student's remembered settings (server URL, API token).
+
+One small INI file per user, where click puts an application's settings
+(``~/.config/attn-grader/config.ini`` on Linux; ``ATTN_GRADER_CONFIG`` names another file).
+It holds an API token, so it is written readable by its owner only.
+"""
+from __future__ import annotations
+
+import configparser
+import os
+from pathlib import Path
+from urllib.parse import urlparse
+
+import click
+
+SECTION = "attn-grader"
+# key -> what it is (the environment variable that overrides it is ATTN_GRADER_<KEY>)
+KEYS = {
+    "server": "URL of the grading service, e.g. https://grader.example.edu",
+    "token": "your API token (from the account page of the service)",
+}
+
+
+def config_path() -> Path:
+    explicit = os.environ.get("ATTN_GRADER_CONFIG")
+    return Path(explicit) if explicit else Path(click.get_app_dir("attn-grader")) / "config.ini"
+
+
+def _read() -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(interpolation=None)
+    path = config_path()
+    try:
+        parser.read(path, encoding="utf-8")
+    except configparser.Error as exc:
+        raise click.ClickException(f"{path} is not a valid settings file ({exc}); "
+                                   "fix or delete it") from None
+    if not parser.has_section(SECTION):
+        parser.add_section(SECTION)
+    return parser
+
+
+def stored(key: str) -> str | None:
+    """The value remembered for ``key`` (None if unset)."""
+    return _read().get(SECTION, key, fallback=None) or None
+
+
+def _write(parser: configparser.ConfigParser) -> Path:
+    path = config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Created with 0600 before anything is written: the token is never readable by others.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        parser.write(f)
+    os.chmod(path, 0o600)
+    return path
+
+
+def normalise_server(url: str) -> str:
+    url = url.strip().rstrip("/")
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise click.BadParameter(f"{url!r} is not a web address; give one like "
+                                 "https://grader.example.edu", param_hint="URL")
+    return url
+
+
+@click.group("config")
+def config():
+    """Remember settings for `submit`: the server's URL and your API token.
+
+    \b
+    attn-grader config set server https://grader.example.edu
+    attn-grader config set token   (asks for it; get one on the account page)
+    attn-grader config show
+
+    The environment variables ATTN_GRADER_SERVER and ATTN_GRADER_TOKEN, and the --server
+    and --token options, take precedence over what is remembered here.
+    """
+
+
+@config.command("set")
+@click.argument("key", type=click.Choice(sorted(KEYS)))
+@click.argument("value", required=False)
+def config_set(key, value):
+    """Remember VALUE for KEY (server or token)."""
+    if value is None:
+        if key != "token":
+            raise click.UsageError(f"give the value: attn-grader config set {key} VALUE")
+        value = click.prompt("API token (from the account page)", hide_input=True)
+    value = normalise_server(value) if key == "server" else value.strip()
+    if not value:
+        raise click.BadParameter("the value is empty", param_hint="VALUE")
+    parser = _read()
+    parser.set(SECTION, key, value)
+    path = _write(parser)
+    click.echo(f"{key} remembered in {path}" + ("" if key == "token" else f": {value}"))
+
+
+@config.command("unset")
+@click.argument("key", type=click.Choice(sorted(KEYS)))
+def config_unset(key):
+    """Forget KEY."""
+    parser = _read()
+    removed = parser.remove_option(SECTION, key)
+    path = _write(parser)
+    click.echo(f"{key} forgotten ({path})" if removed else f"{key} was not set")
+
+
+@config.command("show")
+def config_show():
+    """Show the settings `submit` will use and where each comes from."""
+    click.echo(f"settings file: {config_path()}")
+    for key, meaning in KEYS.items():
+        env = os.environ.get(f"ATTN_GRADER_{key.upper()}")
+        value, source = (env, f"ATTN_GRADER_{key.upper()}") if env else (stored(key), "file")
+        if value is None:
+            click.echo(f"{key}: not set ({meaning})")
+            continue
+        shown = value if key != "token" else value[:4] + "…" + f" ({len(value)} characters)"
+        click.echo(f"{key}: {shown}  [from {source}]")
