@@ -106,6 +106,8 @@ class GradingWorker:
 
     def _announce(self, claim: claims.Claim) -> None:
         """Wake web requests waiting on this submission (they re-read it from the database)."""
+        if claim.submission_id is None:  # a quiz code answer: its page polls, nothing waits on it
+            return
         try:
             wakeup.notify_submission(self.wake_directory, claim.submission_id, self.relay)
         except OSError:  # waiting requests re-check by themselves soon
