@@ -219,7 +219,7 @@ def _print_report(report, file, seed):
         table.add_row(f"({count} more)", "[dim]skip[/]", "-", Text(f"not run: {reason}"))
     console.print(table)
     summary = report.to_dict()["summary"]
-    if not report.passed and summary:
+    if not report.passed and summary and not report.error:  # a load failure is its one message
         console.print(Text(summary))
     first = next((c for c in report.checks if c.details.get("reproduce") and not c.details.get("because_of")), None)
     if first is not None:

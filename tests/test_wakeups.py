@@ -215,7 +215,7 @@ def test_make_config_keeps_the_waiting_defaults(tmp_path):
 
 
 def test_submit_asks_the_server_to_hold_and_pauses_only_when_it_does_not(monkeypatch):
-    from web import client
+    from grader import client
 
     answers = iter([{"id": 3, "url": "http://h/api/v1/submissions/3", "status": "queued"},
                     {"status": "queued"}, {"status": "running"}, {"status": "done", "id": 3}])
