@@ -76,7 +76,9 @@ def judge(ctx, spec: Outputs, args: tuple, kwargs: dict, *, shapes: list, ref64,
 
 
 def dtype_case(dtype, make_args: Callable, spec: Outputs, shapes_of: Callable):
-    """``dtype.*``: every output a finite tensor of the inputs' dtype (values are the output checks' job)."""
+    """``dtype.*``: every output a tensor of the inputs' dtype and the expected shape. Values, NaN
+    included, are the output checks' job: there a NaN is judged (and named) against the reference,
+    so one bug that leaves a row with nothing to attend to is not charged twice."""
     def check(ctx):
         args = make_args(ctx, dtype)
         result = ctx.call(*args, during=f"{dtype} inputs")
@@ -85,7 +87,5 @@ def dtype_case(dtype, make_args: Callable, spec: Outputs, shapes_of: Callable):
             if out.dtype != dtype:
                 raise Fail(f"for {str(dtype).replace('torch.', '')} inputs your {name} is "
                            f"{str(out.dtype).replace('torch.', '')}", {"output": name, "output_dtype": str(out.dtype)})
-            if not torch.isfinite(out).all():
-                raise Fail(f"your {name} has NaN or infinite values on ordinary inputs")
         return f"{len(spec.names)} {str(dtype).replace('torch.', '')} tensors of the expected shapes"
     return check
