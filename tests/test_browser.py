@@ -213,7 +213,7 @@ def test_student_answers_the_quiz_in_russian(server, student_page):
     page.wait_for_load_state()
     page.select_option("#lang", "ru")  # switches by itself (the button is the no-JS path)
     page.wait_for_selector("html[lang=ru]")
-    page.click("button:has-text('Start')")
+    page.click("form[action$='/start'] button[type=submit]")  # its label is Russian now
     numeric = page.locator(f"#q-{NUMERIC_QUESTION}")
     numeric.wait_for()
     assert any("\u0400" <= ch <= "\u04ff" for ch in numeric.inner_text())  # Cyrillic
@@ -241,7 +241,7 @@ def test_student_answers_the_quiz_in_russian(server, student_page):
     page.wait_for_selector(f"#q-{FREE_TEXT_QUESTION} .feedback.pending")
     page.locator(f"#q-{NUMERIC_QUESTION}").scroll_into_view_if_needed()
     shot(page, "08-quiz-russian", full_page=False)
-    page.click("button:has-text('Submit the quiz')")
+    page.click("#submit-quiz button[type=submit]")  # "Сдать тест" in Russian
     page.wait_for_url("**/quiz/attempts/*")
     assert "Awaiting review" in page.locator(f"#q-{FREE_TEXT_QUESTION}").inner_text()
     assert "<script>alert(1)</script>" in page.locator(f"#q-{FREE_TEXT_QUESTION} .answer-text").inner_text()
