@@ -7,7 +7,6 @@ verdict itself, and only asks the child to run the student's function.
 """
 from __future__ import annotations
 
-import ast
 import dataclasses
 import json
 import math

@@ -13,7 +13,7 @@ import math
 import torch
 
 from reference_impl import scaled_dot_product_attention
-from . import tuples
+from . import tuples, variants
 from .base import Fail
 from .calls import sdpa_kwargs
 from .tolerance import GRAD_FLOOR_FACTOR, GRAD_MULTIPLIER
@@ -36,6 +36,12 @@ BUGS = {
     "causal_ignored": "is_causal=True has no effect in your backward",
     "float_mask_ignored": "you ignore the float mask: it is added to the scaled scores (forward and backward)",
 }
+# The family each of these bugs is charged to (grader/causes.py), and their sentences for it.
+variants.register(BUGS, {
+    "no_jacobian_outer": ("jacobian",), "no_scale_in_grads": ("scale",), "mask_not_in_ds": ("mask",),
+    "dv_not_transposed": ("output",), "dk_not_transposed": ("output",), "dq_transposed": ("output",),
+    "dq_dk_swapped": ("output",),
+})
 # Which transposition a wrong shape gives away (output, wrong rows): "S"/"L" is the row count found.
 SHAPE_HINTS = {("dQ", "S"): "dq_transposed", ("dK", "L"): "dk_not_transposed", ("dV", "L"): "dv_not_transposed"}
 # Names whose use in the source means autograd computes the gradients.

@@ -95,7 +95,6 @@ class Context:
         self.calls = 0
         self.tensor_calls = 0               # calls that returned a tensor of the expected shape
         self.blocked: set[str] = set()      # built-in attention the child says it tried (advisory)
-        self.wall_seconds: list[float] = [] # call times measured here, not in the child
         self.samples: list[tuple] = []      # (args, kwargs, output) of float32 calls, for forbidden.runtime
         self.fingerprint_samples: list[tuple] = []  # taken first, for the same check
         # Some call matched the reference (or the reference with a named bug), or its weights are
@@ -138,7 +137,6 @@ class Context:
                     self.mutated.setdefault(name, self.current)
         if not result.ok:
             raise StudentFailure(result.error, during)
-        self.wall_seconds.append(result.wall)
         if (len(self.samples) < 8 and isinstance(result.output, torch.Tensor) and not wrt
                 and result.output.dtype == torch.float32 and sent and sent[0][1].dtype == torch.float32):
             self.samples.append((args, kwargs, result.output))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from reference_impl import scaled_dot_product_attention
-from . import tuples
+from . import tuples, variants
 from .tuples import Outputs, judge
 
 NAMES = ("self_out", "cross_out")
@@ -36,6 +36,13 @@ BUGS = {
                                  "the self-attention's output (self_out)",
     "no_scale": "you do not scale the scores: divide Q·Kᵀ by √D before the softmax",
 }
+# The family each of these bugs is charged to (grader/causes.py), and their sentences for it.
+variants.register(BUGS, {
+    "padding_polarity": ("padding",), "padding_on_queries": ("padding",), "causal_in_cross": ("cross",),
+    "self_not_causal": ("causal",), "lengths_plus_one": ("lengths",), "lengths_minus_one": ("lengths",),
+    "padded_rows_not_zeroed": ("padding",), "memory_lengths_for_target": ("padding",),
+    "cross_queries_from_target": ("output",),
+})
 
 
 def explain(name):

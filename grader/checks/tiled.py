@@ -14,6 +14,7 @@ import math
 import torch
 
 from reference_impl import scaled_dot_product_attention
+from . import variants
 from .base import Fail, shape_str
 from .tolerance import allowance, compare, relative_error
 from .variants import HOME, identify
@@ -33,6 +34,12 @@ BUGS = {
     "no_final_division": "you never divide the accumulator by the normaliser at the end",
     "no_scale": "you do not scale the scores: multiply Q·Kᵀ by 1/√E in every block",
 }
+# The family each of these bugs is charged to (grader/causes.py), and their sentences for it.
+variants.register(BUGS, {
+    "no_accumulator_rescale": ("online",), "normaliser_before_rescale": ("online",),
+    "block_edge_off_by_one": ("output",), "last_partial_block_dropped": ("output",),
+    "no_final_division": ("output",),
+})
 
 
 def explain(name):
