@@ -69,7 +69,7 @@ def main() -> None:
     import pyseccomp
 
     from grader.grading import grade_source
-    from grader.sandbox import Limits, policy
+    from grader.sandbox import Limits, policy, runs
 
     # The hostile files loop, sleep and stall: tight limits, as in tests/test_sandbox_hostile.py.
     tight = Limits(memory_bytes=1 << 30, cpu_seconds=2, wall_seconds=6, call_seconds=2, load_seconds=4)
@@ -84,7 +84,7 @@ def main() -> None:
     counts: collections.Counter = collections.Counter()
     for _, line in kernel_log(before):
         found = AUDIT.search(line)
-        if found and policy.UID_BASE <= int(found.group(1)) < policy.UID_BASE + policy.UID_SLOTS:
+        if found and runs.UID_BASE <= int(found.group(1)) < runs.UID_BASE + runs.UID_SLOTS:
             name = pyseccomp.resolve_syscall(arch, int(found.group(2)))
             counts[name.decode() if isinstance(name, bytes) else str(name)] += 1
     result = {"outside_the_allow_list": dict(counts.most_common()),

@@ -177,10 +177,10 @@ def _error_message(exc: ApiError, server: str) -> str:
                       "`attn-grader config set token` remember the server and the token.")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--task", required=True, help="task id, e.g. sdpa")
-@click.option("--server", envvar="ATTN_GRADER_SERVER",
+@click.option("--server",
               help="URL of the service [env ATTN_GRADER_SERVER; default: `attn-grader config "
                    f"set server`, else {DEFAULT_SERVER}]")
-@click.option("--token", envvar="ATTN_GRADER_TOKEN",
+@click.option("--token",
               help="API token from the account page [env ATTN_GRADER_TOKEN; default: "
                    "`attn-grader config set token`]")
 @click.option("--wait/--no-wait", default=True, show_default=True,
@@ -189,8 +189,8 @@ def _error_message(exc: ApiError, server: str) -> str:
 @click.option("--json", "as_json", is_flag=True, help="print the API's JSON instead")
 def submit(file, task, server, token, wait, timeout, as_json):
     """Submit FILE to the grading service and wait for the result."""
-    server = server or userconfig.stored("server") or DEFAULT_SERVER
-    token = token or userconfig.stored("token")
+    server = server or userconfig.current("server")[0] or DEFAULT_SERVER
+    token = token or userconfig.current("token")[0]
     if not token:
         raise click.UsageError(
             f"no API token: create one on {server.rstrip('/')}{ACCOUNT_PATH}, then run "

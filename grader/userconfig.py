@@ -1,4 +1,5 @@
-"""``attn-grader config``: the student's remembered settings (server URL, API token).
+"""``attn-grader config``: the student's remembered settings (server URL, API token), and
+``config settings``, the table of every ``ATTN_GRADER_*`` variable (``grader/settings.py``).
 
 One small INI file per user, where click puts an application's settings
 (``~/.config/attn-grader/config.ini`` on Linux; ``ATTN_GRADER_CONFIG`` names another file).
@@ -13,6 +14,8 @@ from urllib.parse import urlparse
 
 import click
 
+from . import settings
+
 SECTION = "attn-grader"
 # key -> what it is (the environment variable that overrides it is ATTN_GRADER_<KEY>)
 KEYS = {
@@ -22,7 +25,7 @@ KEYS = {
 
 
 def config_path() -> Path:
-    explicit = os.environ.get("ATTN_GRADER_CONFIG")
+    explicit = settings.value("CONFIG")
     return Path(explicit) if explicit else Path(click.get_app_dir("attn-grader")) / "config.ini"
 
 
@@ -42,6 +45,13 @@ def _read() -> configparser.ConfigParser:
 def stored(key: str) -> str | None:
     """The value remembered for ``key`` (None if unset)."""
     return _read().get(SECTION, key, fallback=None) or None
+
+
+def current(key: str) -> tuple[str | None, str]:
+    """The value ``submit`` uses for ``key`` where no option gives one, and where it comes from:
+    the environment's ``ATTN_GRADER_<KEY>`` first, else the settings file."""
+    from_env = settings.value(key.upper())
+    return (from_env, settings.setting(key.upper()).variable) if from_env else (stored(key), "file")
 
 
 def _write(parser: configparser.ConfigParser) -> Path:
@@ -111,10 +121,23 @@ def config_show():
     """Show the settings `submit` will use and where each comes from."""
     click.echo(f"settings file: {config_path()}")
     for key, meaning in KEYS.items():
-        env = os.environ.get(f"ATTN_GRADER_{key.upper()}")
-        value, source = (env, f"ATTN_GRADER_{key.upper()}") if env else (stored(key), "file")
+        value, source = current(key)
         if value is None:
             click.echo(f"{key}: not set ({meaning})")
             continue
         shown = value if key != "token" else value[:4] + "…" + f" ({len(value)} characters)"
         click.echo(f"{key}: {shown}  [from {source}]")
+
+
+@config.command("settings")
+@click.option("--markdown", is_flag=True, help="The README's table (Markdown), as it must read.")
+def config_settings(markdown):
+    """Every ATTN_GRADER_* environment variable: default and meaning, by group."""
+    if markdown:
+        click.echo(settings.markdown_table())
+        return
+    for key, title in settings.GROUPS.items():
+        click.echo(f"\n{key}: {title}")
+        for s in settings.group(key):
+            click.echo(f"  {s.variable}  [default: {s.default_text().replace('`', '')}]")
+            click.echo(f"      {s.help.replace('`', '')}")

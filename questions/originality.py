@@ -16,11 +16,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader import settings
+
 from . import schema
 
 WORD_RUN = 8
 CJK_RUN = 12
-SEEDS_ENV = "ATTN_GRADER_SEEDS"
+SEEDS_SETTING = settings.setting("SEEDS")
 _TOKEN = re.compile(r"[\u3400-\u9fff]|[^\W\d_]+|\d+")
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
@@ -32,7 +34,7 @@ def default_seeds_dir() -> Path:
 
 def find_seeds(explicit: str | os.PathLike | None = None) -> Path | None:
     """The seeds folder to use, or None when there is none (the rule is then skipped)."""
-    for candidate in (explicit, os.environ.get(SEEDS_ENV), default_seeds_dir()):
+    for candidate in (explicit, SEEDS_SETTING.read(), default_seeds_dir()):
         if candidate and Path(candidate).is_dir() and any(Path(candidate).glob("*.txt")):
             return Path(candidate)
     return None

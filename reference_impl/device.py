@@ -1,14 +1,14 @@
 """Where the reference runs: CUDA when present, else the CPU."""
 from __future__ import annotations
 
-import os
-
 import torch
+
+from grader import settings
 
 
 def default_device() -> torch.device:
     """CUDA when a GPU is visible, the CPU otherwise; ``ATTN_GRADER_DEVICE`` overrides."""
-    wanted = os.environ.get("ATTN_GRADER_DEVICE")
+    wanted = settings.value("DEVICE")
     if wanted:
         return torch.device(wanted)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")

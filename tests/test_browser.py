@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "artifacts" / "screenshots"
 CORPUS = ROOT / "tests" / "corpus" / "sdpa"
-CHROMIUM = os.environ.get("ATTN_GRADER_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM = os.environ.get("ATTN_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run",
                  "--disable-dev-shm-usage"]

@@ -22,7 +22,7 @@ CORPUS = os.path.join(HERE, "corpus")
 # Every registered task's corpus: tests/corpus/<task id>/{correct,buggy}/*.py
 FILES = sorted(f for task_id in TASKS for f in glob.glob(os.path.join(CORPUS, task_id, "*", "*.py")))
 ELSEWHERE = sorted(glob.glob(os.path.join(CORPUS, "elsewhere", "*", "*.py")))
-SEED = int(os.environ.get("ATTN_GRADER_TEST_SEED", "12345"))
+SEED = int(os.environ.get("ATTN_TEST_SEED", "12345"))
 SEEDS = (SEED, 1, 2, 3, 4)
 
 

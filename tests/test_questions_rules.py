@@ -9,7 +9,7 @@ from grader.cli import main
 from questions import AnswerFormatError, grade_answer, render, solution
 from questions.check import check_question, validate_bank
 from questions.model import load_bank, load_question
-from questions.originality import SEEDS_ENV, SeedIndex, overlap_problems
+from questions.originality import SEEDS_SETTING, SeedIndex, overlap_problems
 from questions.schema import LANGS
 from questions.variants import shown_options
 
@@ -159,10 +159,10 @@ def test_validate_runs_the_copy_rule_only_where_seeds_exist(tmp_path, seeds, mon
     data = _free("copied", "Механизм внимания позволяет каждому токену напрямую обращаться к любому более раннему.")
     (bank_dir / "copied.yaml").write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
     runner = CliRunner()
-    monkeypatch.setenv(SEEDS_ENV, str(seeds))
+    monkeypatch.setenv(SEEDS_SETTING.variable, str(seeds))
     result = runner.invoke(main, ["questions", "validate", "--no-code", str(bank_dir)])
     assert result.exit_code == 1 and "prompt.ru: shares" in _text(result)
-    monkeypatch.setenv(SEEDS_ENV, str(tmp_path / "none"))
+    monkeypatch.setenv(SEEDS_SETTING.variable, str(tmp_path / "none"))
     monkeypatch.setattr("questions.originality.default_seeds_dir", lambda: tmp_path / "absent")
     result = runner.invoke(main, ["questions", "validate", "--no-code", str(bank_dir)])
     assert result.exit_code == 0

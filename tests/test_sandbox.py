@@ -295,7 +295,7 @@ def test_limits_read_the_environment_when_created(monkeypatch):
     monkeypatch.setenv("ATTN_GRADER_SANDBOX_CPU_SECONDS", "7")
     assert Limits().cpu_seconds == 7 and Limits(cpu_seconds=3).cpu_seconds == 3
     monkeypatch.setenv("ATTN_GRADER_SANDBOX_CPU_SECONDS", "lots")
-    with pytest.raises(ValueError, match="not a number"):
+    with pytest.raises(ValueError, match="ATTN_GRADER_SANDBOX_CPU_SECONDS='lots': expected an integer"):
         Limits()
 
 

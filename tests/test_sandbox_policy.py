@@ -6,6 +6,7 @@ import os
 import pytest
 from click.testing import CliRunner
 
+from grader import settings
 from grader.cli import main
 from grader.sandbox import Limits, Session, cgroups, forkserver, policy, wall
 
@@ -32,7 +33,7 @@ def test_policy_text_shows_every_layer_from_the_module(monkeypatch):
     for name in policy.MASKED_PROC_FILES + policy.OS_TREES:
         assert name in text
     assert "memory_bytes: 3221225472 (3 GiB)" in text and "cpu_cores: 2" in text
-    assert f"first: {policy.UID_BASE}" in text and f"count: {policy.UID_SLOTS}" in text
+    assert f"first: {forkserver.UID_BASE}" in text and f"count: {forkserver.UID_SLOTS}" in text
     for key, value in policy.child_env("cpu").items():
         assert f"{key}: {value}" in text
 
@@ -137,12 +138,13 @@ def test_the_allow_list_and_the_deny_list_do_not_overlap():
 
 
 def test_seccomp_mode_is_a_setting_with_a_clear_error(monkeypatch):
-    assert policy.seccomp_mode("cpu") == policy.SECCOMP_DEFAULT_MODE == "allow-list"
+    assert policy.seccomp_mode("cpu") == settings.setting("SANDBOX_SECCOMP").default == "allow-list"
+    assert settings.setting("SANDBOX_SECCOMP").choices == policy.SECCOMP_MODES  # the zygote compiles each
     assert policy.seccomp_mode("cuda") == "deny-list"  # until CUDA's calls are measured
     monkeypatch.setenv("ATTN_GRADER_SANDBOX_SECCOMP", "deny-list")
     assert policy.seccomp_mode("cpu") == "deny-list"
     monkeypatch.setenv("ATTN_GRADER_SANDBOX_SECCOMP", "paranoid")
-    with pytest.raises(ValueError, match="choose one of allow-list, deny-list, log"):
+    with pytest.raises(ValueError, match="SECCOMP='paranoid': expected allow-list, deny-list or log"):
         policy.seccomp_mode()
 
 

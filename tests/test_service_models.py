@@ -69,7 +69,7 @@ def test_environment_variables_use_one_prefix_and_are_validated(tmp_path):
     config = load_config(environ=env)
     assert (config["WORKERS"], config["SEED_DEMO"], config["BROKER_URL"]) == \
         (5, False, "redis://h:6379/2")
-    with pytest.raises(ValueError, match="ATTN_GRADER_WORKERS='many': expected int"):
+    with pytest.raises(ValueError, match="ATTN_GRADER_WORKERS='many': expected an integer"):
         load_config(environ={**env, "ATTN_GRADER_WORKERS": "many"})
     with pytest.raises(ValueError, match="SANDBOX"):
         load_config(environ={**env, "ATTN_GRADER_SANDBOX": "docker"})

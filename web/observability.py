@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
-import os
 import time
 import uuid
 from contextlib import contextmanager
@@ -30,6 +29,8 @@ from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
                                     HistogramMetricFamily)
 from sqlalchemy import case, distinct, func, select, text
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
+
+from grader import settings
 
 log = logging.getLogger(__name__)
 bp = Blueprint("observability", __name__)
@@ -93,14 +94,13 @@ class TextFormatter(logging.Formatter):
         return f"{line} [{ids}]" if ids else line
 
 
-def configure_logging(level: str | None = None, fmt: str | None = None, stream=None) -> None:
-    """Set up the root logger once per process from ``ATTN_GRADER_LOG_LEVEL``/``_LOG_FORMAT``."""
-    level = (os.environ.get("ATTN_GRADER_LOG_LEVEL") or level or "INFO").upper()
+def configure_logging(level: str = "INFO", fmt: str | None = None, stream=None) -> None:
+    """Set up the root logger once per process from ``ATTN_GRADER_LOG_LEVEL``/``_LOG_FORMAT``;
+    ``level`` and ``fmt`` are the command's own defaults, where the operator set none."""
+    level = (settings.value("LOG_LEVEL") or level).upper()
     handler = logging.StreamHandler(stream)
     default = "text" if getattr(handler.stream, "isatty", lambda: False)() else "json"
-    fmt = (os.environ.get("ATTN_GRADER_LOG_FORMAT") or fmt or default).lower()
-    if fmt not in ("json", "text"):
-        raise ValueError(f"ATTN_GRADER_LOG_FORMAT={fmt!r}: expected json or text")
+    fmt = settings.value("LOG_FORMAT") or fmt or default
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     handler.addFilter(ContextFilter())
     root = logging.getLogger()
@@ -377,7 +377,7 @@ def metrics():
     """Prometheus text format; with ATTN_GRADER_METRICS_TOKEN set, scrapers must send it."""
     from .extensions import state
 
-    token = current_app.config.get("METRICS_TOKEN") or os.environ.get("ATTN_GRADER_METRICS_TOKEN")
+    token = current_app.config["METRICS_TOKEN"]
     if token:
         import hmac
 

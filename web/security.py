@@ -18,7 +18,6 @@ composition rules, a list of common passwords, not the user's own email).
 """
 from __future__ import annotations
 
-import os
 import secrets
 from datetime import timedelta
 
@@ -124,10 +123,6 @@ def _app_config(name: str, default):
     return current_app.config.get(name, default)
 
 
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def init_app(app: Flask) -> None:
     # Flask's own defaults are already keys of app.config (None/False), so ``setdefault``
     # cannot change them: fill in the ones still at Flask's insecure default explicitly.
@@ -137,8 +132,7 @@ def init_app(app: Flask) -> None:
     if app.config.get("SESSION_COOKIE_SAMESITE") is None:
         app.config["SESSION_COOKIE_SAMESITE"] = "Lax"
     app.config["SESSION_COOKIE_HTTPONLY"] = True
-    https = app.config.get("HTTPS", _env_flag("ATTN_GRADER_HTTPS"))
-    app.config["HTTPS"] = https
+    https = app.config["HTTPS"]  # load_config fills every service setting (grader/settings.py)
     if https:
         app.config["SESSION_COOKIE_SECURE"] = True
         app.config["REMEMBER_COOKIE_SECURE"] = True
@@ -151,9 +145,7 @@ def init_app(app: Flask) -> None:
         "SESSION_LIFETIME", timedelta(hours=12))
     app.config.setdefault("REMEMBER_COOKIE_DURATION", timedelta(days=14))
 
-    proxies = app.config.get("TRUSTED_PROXIES",
-                             int(os.environ.get("ATTN_GRADER_TRUSTED_PROXIES", "0") or 0))
-    app.config["TRUSTED_PROXIES"] = proxies  # serve reads it too (waitress keeps the headers)
+    proxies = app.config["TRUSTED_PROXIES"]  # serve reads it too (waitress keeps the headers)
     if proxies:
         from werkzeug.middleware.proxy_fix import ProxyFix
 

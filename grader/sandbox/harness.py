@@ -322,9 +322,10 @@ def main() -> None:
     if len(sys.argv) >= 4:
         import json
         _apply_rlimits(json.loads(sys.argv[3]))
-    torch.set_num_threads(int(os.environ.get("ATTN_GRADER_CHILD_THREADS", "1")))
-    if os.environ.get("ATTN_GRADER_SKIP_WARMUP") != "1":
-        warm_up()
+    # One thread, as policy.child_env(device) (this process's whole environment) tells the
+    # thread pools; the zygote's and local backend's children set theirs from their request.
+    torch.set_num_threads(1)
+    warm_up()
     serve()
 
 

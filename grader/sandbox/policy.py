@@ -8,7 +8,9 @@ and the environment), ``cgroups.py`` (the run's cgroup limits) and ``runs.py`` (
 
 Loaded by path inside the zygote (never as part of the ``grader`` package), so it
 imports only the standard library. The numbers come from the design study
-(../shared/research/sandbox-study.md) unless a comment says otherwise.
+(../shared/research/sandbox-study.md) unless a comment says otherwise; those an operator may
+change (the run's limits, the uid range, the seccomp mode) are declared with every other
+setting in ``grader/settings.py`` and read through it, in the grading process only.
 """
 from __future__ import annotations
 
@@ -19,36 +21,39 @@ from dataclasses import asdict, dataclass, field
 
 GiB, MiB, KiB = 1 << 30, 1 << 20, 1 << 10
 
-# -- resource limits (tunable per service: ATTN_GRADER_SANDBOX_<NAME>) ------------------------
+# -- resource limits: one submission's run -----------------------------------------------------
+# The numbers are operator settings, declared (default, meaning) in grader/settings.py as
+# ATTN_GRADER_SANDBOX_<NAME>; `attn-grader sandbox policy` prints the values in force.
 
 
-def _env(name: str, default: float, kind=float):
-    def read():
-        value = os.environ.get("ATTN_GRADER_SANDBOX_" + name)
-        if not value:
-            return kind(default)
-        try:
-            return kind(float(value))
-        except ValueError:
-            raise ValueError(f"ATTN_GRADER_SANDBOX_{name}={value!r} is not a number") from None
-    return field(default_factory=read)
+def _setting(name: str):
+    """The operator's ``ATTN_GRADER_<name>``, through the settings registry. Only a grading
+    process calls this (building ``Limits``, choosing a filter, the uid range): the zygote and
+    the harness load this file by path without the grader package, and their environment
+    holds none of the grader's settings."""
+    from grader.settings import value
+    return value(name)
+
+
+def _limit(name: str):
+    return field(default_factory=lambda: _setting("SANDBOX_" + name))
 
 
 @dataclass
 class Limits:
-    """One submission's run. Each default can be overridden by ``ATTN_GRADER_SANDBOX_<NAME>``
-    (e.g. ``ATTN_GRADER_SANDBOX_MEMORY_BYTES=1073741824``), read when a ``Limits`` is created."""
+    """One submission's run; each field not given is ``ATTN_GRADER_SANDBOX_<FIELD>`` (or its
+    declared default), read when a ``Limits`` is created."""
 
-    memory_bytes: int = _env("MEMORY_BYTES", 2 * GiB, int)   # cgroup memory (all processes) + RLIMIT_DATA
-    cpu_seconds: int = _env("CPU_SECONDS", 20, int)          # RLIMIT_CPU per process, soft = hard (SIGKILL)
-    wall_seconds: float = _env("WALL_SECONDS", 60)           # the whole session
-    call_seconds: float = _env("CALL_SECONDS", 10)           # one request; a hung call costs this much
-    load_seconds: float = _env("LOAD_SECONDS", 20)           # import of the student file (cold: torch too)
-    processes: int = _env("PROCESSES", 64, int)              # cgroup pids.max and RLIMIT_NPROC
-    file_size: int = _env("FILE_SIZE", 16 * MiB, int)        # RLIMIT_FSIZE
-    tmp_size: int = _env("TMP_SIZE", 64 * MiB, int)          # the child's private /tmp (tmpfs)
-    open_files: int = _env("OPEN_FILES", 256, int)           # RLIMIT_NOFILE
-    output_bytes: int = _env("OUTPUT_BYTES", 1 * MiB, int)   # stdout and stderr kept, each
+    memory_bytes: int = _limit("MEMORY_BYTES")      # cgroup memory (all processes) + RLIMIT_DATA
+    cpu_seconds: int = _limit("CPU_SECONDS")        # RLIMIT_CPU per process, soft = hard (SIGKILL)
+    wall_seconds: float = _limit("WALL_SECONDS")    # the whole session
+    call_seconds: float = _limit("CALL_SECONDS")    # one request; a hung call costs this much
+    load_seconds: float = _limit("LOAD_SECONDS")    # import of the student file (cold: torch too)
+    processes: int = _limit("PROCESSES")            # cgroup pids.max and RLIMIT_NPROC
+    file_size: int = _limit("FILE_SIZE")            # RLIMIT_FSIZE
+    tmp_size: int = _limit("TMP_SIZE")              # the child's private /tmp (tmpfs)
+    open_files: int = _limit("OPEN_FILES")          # RLIMIT_NOFILE
+    output_bytes: int = _limit("OUTPUT_BYTES")      # stdout and stderr kept, each
 
 
 def rlimits(limits: Limits, device: str = "cpu", *, memory_cgroup: bool = False) -> dict:
@@ -78,8 +83,12 @@ CPU_PERIOD_US = 100_000                # the CFS period the CPU quota is a multi
 
 # -- identities ------------------------------------------------------------------------------
 # Each run gets its own uid (no passwd entry needed), held by an flock across grader processes.
-UID_BASE = int(os.environ.get("ATTN_GRADER_SANDBOX_UID_BASE", "60000"))
-UID_SLOTS = int(os.environ.get("ATTN_GRADER_SANDBOX_UID_SLOTS", "1000"))
+
+
+def uid_slots() -> tuple[int, int]:
+    """(first uid, how many): ATTN_GRADER_SANDBOX_UID_BASE and _UID_SLOTS (``runs.py`` reads
+    them once per process: a slot's lock file is named by its number)."""
+    return _setting("SANDBOX_UID_BASE"), _setting("SANDBOX_UID_SLOTS")
 
 # -- namespaces ------------------------------------------------------------------------------
 # The outer wall (bwrap) around the zygote; bwrap always has its own mount namespace.
@@ -187,16 +196,13 @@ def child_env(device: str, threads: int = 1) -> dict:
 #   mmaps and threads, and no GPU run has been measured yet: see SECCOMP_ALLOWED_GPU);
 # - "log": the allow-list, but anything outside it is allowed and logged by the kernel (dmesg,
 #   "audit: type=1326 ... syscall=N"): how the list is measured, never for grading.
-SECCOMP_MODES = ("allow-list", "deny-list", "log")
-SECCOMP_DEFAULT_MODE = "allow-list"
+SECCOMP_MODES = ("allow-list", "deny-list", "log")  # the zygote compiles each; the setting's choices
 SECCOMP_REFUSED_ERRNO = errno.ENOSYS  # what a call outside the allow-list returns
 
 
 def seccomp_mode(device: str = "cpu") -> str:
     """The filter a child on ``device`` gets, from ATTN_GRADER_SANDBOX_SECCOMP (read per run)."""
-    mode = os.environ.get("ATTN_GRADER_SANDBOX_SECCOMP") or SECCOMP_DEFAULT_MODE
-    if mode not in SECCOMP_MODES:
-        raise ValueError(f"ATTN_GRADER_SANDBOX_SECCOMP={mode!r}: choose one of {', '.join(SECCOMP_MODES)}")
+    mode = _setting("SANDBOX_SECCOMP")  # default allow-list; a value outside SECCOMP_MODES is refused
     if device.startswith("cuda") and not SECCOMP_ALLOWED_GPU:
         return "deny-list"
     return mode
@@ -275,7 +281,7 @@ def describe(limits: Limits | None = None, threads: int = 1) -> dict:
         "rlimits": {"cpu": rlimits(limits, "cpu"), "cuda": rlimits(limits, "cuda", memory_cgroup=True)},
         "cgroup": {"required": list(CGROUP_REQUIRED), "optional": list(CGROUP_OPTIONAL),
                    "cpu_period_us": CPU_PERIOD_US, **cgroup_limits(limits, threads)},
-        "uids": {"first": UID_BASE, "count": UID_SLOTS},
+        "uids": dict(zip(("first", "count"), uid_slots())),
         "namespaces": {"wall": list(WALL_NAMESPACES), "child": list(CHILD_NAMESPACES),
                        "wall_capabilities": list(WALL_CAPS), "hostname": HOSTNAME},
         "filesystem": {

@@ -1,10 +1,10 @@
 """Where Sessions get their children: forked on demand, or pre-warmed single-use workers (GPU)."""
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import astuple
 
+from .. import settings
 from . import wire
 from .backends import SandboxUnavailable
 from . import forkserver
@@ -94,7 +94,7 @@ def warm_pool(wall: bool, gpu: bool, limits: Limits, device: str) -> WarmPool:
     with forkserver._registry_lock:
         pool = forkserver._warm_pools.get(key)
         if pool is None:
-            size = int(os.environ.get("ATTN_GRADER_SANDBOX_WARM_WORKERS", "1"))
+            size = settings.value("SANDBOX_WARM_WORKERS")
             pool = forkserver._warm_pools[key] = WarmPool(wall, gpu, limits, device, max(1, size))
     return pool
 
@@ -113,7 +113,7 @@ class ZygoteBackend:
         self.gpu = device.startswith("cuda")
         self.zygote = get_zygote(wall, self.gpu, limits)  # started (and probed) once per process
         self.pool = None
-        if self.gpu or os.environ.get("ATTN_GRADER_SANDBOX_PREWARM") == "1":
+        if self.gpu or settings.value("SANDBOX_PREWARM"):
             self.pool = warm_pool(wall, self.gpu, limits, device)
             threading.Thread(target=self.pool.refill, daemon=True).start()
 

@@ -9,11 +9,12 @@ import threading
 import time
 
 from .backends import SandboxUnavailable
+from . import policy
 from .cgroups import RunCgroup
 
 log = logging.getLogger(__name__)
-
-from .policy import UID_BASE, UID_SLOTS  # noqa: E402
+# The per-run uid range, read once: a slot's lock file is named by its number.
+UID_BASE, UID_SLOTS = policy.uid_slots()
 
 
 class Slot:

@@ -18,6 +18,7 @@ import os
 import shutil
 import sys
 
+from .. import settings
 from . import policy
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,7 +27,7 @@ zygote_env = policy.zygote_env
 
 
 def bwrap_path() -> str | None:
-    return os.environ.get("ATTN_GRADER_BWRAP") or shutil.which("bwrap")
+    return settings.value("BWRAP") or shutil.which("bwrap")
 
 
 def gpu_nodes() -> list[str]:
