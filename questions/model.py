@@ -148,6 +148,25 @@ def load_question(path: str | os.PathLike) -> tuple[Question | None, list[str]]:
     return question, []
 
 
+def bank_files(path: str | os.PathLike | None = None) -> list[Path]:
+    """The question files ``load_bank`` reads: every ``*.yaml``/``*.yml`` directly under ``path``."""
+    root = Path(path) if path is not None else DEFAULT_BANK
+    return sorted(list(root.glob("*.yaml")) + list(root.glob("*.yml")))
+
+
+def bank_fingerprint(path: str | os.PathLike | None = None) -> tuple:
+    """(name, size, mtime) of each question file: cheap to take (one stat a file), and different
+    whenever a file is added, removed or rewritten, so a cached bank can be checked per use."""
+    out = []
+    for file in bank_files(path):
+        try:
+            st = file.stat()
+        except FileNotFoundError:  # removed between the listing and the stat
+            continue
+        out.append((file.name, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
 def load_bank(path: str | os.PathLike | None = None) -> Bank:
     """Load every ``*.yaml`` file under ``path`` (default: the bundled bank)."""
     root = Path(path) if path is not None else DEFAULT_BANK
@@ -155,7 +174,7 @@ def load_bank(path: str | os.PathLike | None = None) -> Bank:
     if not root.is_dir():
         bank.errors.append(f"{root}: (directory): not a directory")
         return bank
-    files = sorted(list(root.glob("*.yaml")) + list(root.glob("*.yml")))
+    files = bank_files(root)
     if not files:
         bank.errors.append(f"{root}: (directory): no .yaml question files")
     for file in files:

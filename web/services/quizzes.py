@@ -18,8 +18,8 @@ Integrity rules:
 """
 from __future__ import annotations
 
-import functools
 import logging
+import threading
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, joinedload, selectinload
@@ -36,11 +36,28 @@ class QuizError(ValueError):
     """An answer or attempt that is not accepted; the message is for the student."""
 
 
-@functools.lru_cache(maxsize=1)
-def _bank():
-    from questions.model import load_bank
+_loaded_bank: tuple[tuple, object] | None = None  # (fingerprint of its files, the Bank)
+_bank_lock = threading.Lock()
 
-    return load_bank()
+
+def _bank():
+    """The question bank, parsed once and parsed again whenever its files change.
+
+    Each web process keeps its own copy, so a copy is checked against the files
+    (``bank_fingerprint``: one stat a file) on every use: an edit, a ``git pull`` or the
+    instructor's "reload" reaches every gunicorn worker, not only the one that served it.
+    """
+    global _loaded_bank
+    from questions.model import bank_fingerprint, load_bank
+
+    fingerprint = bank_fingerprint()  # taken before loading: a change made meanwhile reloads again
+    loaded = _loaded_bank
+    if loaded is None or loaded[0] != fingerprint:
+        with _bank_lock:
+            if _loaded_bank is None or _loaded_bank[0] != fingerprint:
+                _loaded_bank = (fingerprint, load_bank())
+            loaded = _loaded_bank
+    return loaded[1]
 
 
 def _question(question_id: str):

@@ -77,10 +77,9 @@ def apply_settings(assignment: Assignment, data: dict) -> None:
 
 
 def reload_bank(run_code: bool = False):
-    """Re-read the question bank from disk; returns (bank, problems)."""
+    """Re-read the question bank from disk and validate it; returns (bank, problems).
+
+    Nothing to clear: every process's cached bank follows the files (``quizzes._bank``)."""
     from questions.check import validate_bank
 
-    from . import quizzes
-
-    quizzes._bank.cache_clear()  # the next quiz page loads the files again
     return validate_bank(run_code=run_code)
