@@ -74,7 +74,12 @@ class Setting:
             return "unset"
         if isinstance(self.default, bool):
             return "`true`" if self.default else "`false`"
-        return f"`{self.default:g}`" if isinstance(self.default, float) else f"`{self.default}`"
+        if isinstance(self.default, float):
+            return f"`{self.default:g}`"
+        if self.type is int and self.name.endswith(("_BYTES", "_SIZE")) and self.default >= MiB:
+            unit, word = (GiB, "GiB") if self.default >= GiB else (MiB, "MiB")
+            return f"`{self.default}` ({self.default / unit:g} {word})"
+        return f"`{self.default}`"
 
 
 # In the order the README's table lists them.

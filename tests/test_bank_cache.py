@@ -21,7 +21,7 @@ OTHER_PROCESS = textwrap.dedent("""
     model.DEFAULT_BANK = Path(sys.argv[1])
     from web.services import quizzes
     for _ in sys.stdin:
-        bank = quizzes._bank()
+        bank = quizzes.question_bank()
         flops = bank.questions.get("attention-flops")
         print(json.dumps([len(bank), flops.data["title"]["en"] if flops else None]), flush=True)
 """)
@@ -64,7 +64,7 @@ def test_an_unchanged_bank_is_parsed_once(tmp_path, monkeypatch):
     loads = []
     real = model.load_bank
     monkeypatch.setattr(model, "load_bank", lambda *a: loads.append(1) or real(*a))
-    first = quizzes._bank()
-    assert quizzes._bank() is first and quizzes._bank() is first and len(loads) == 1
+    first = quizzes.question_bank()
+    assert quizzes.question_bank() is first and quizzes.question_bank() is first and len(loads) == 1
     (bank / QUESTION).write_text((bank / QUESTION).read_text(encoding="utf-8") + "\n", encoding="utf-8")
-    assert quizzes._bank() is not first and len(loads) == 2
+    assert quizzes.question_bank() is not first and len(loads) == 2

@@ -323,10 +323,10 @@ def test_statistics_read_the_first_answer(env, ada, bob, prof):
     ada.post("/quiz/quiz/submit")
     from web.models import Assignment
     from web.services.analytics import question_stats
-    from web.services.quizzes import _bank
+    from web.services.quizzes import question_bank
     with db_session(env) as session:
         (stat,) = question_stats(session, session.query(Assignment).filter_by(slug="quiz").one(),
-                                 _bank())
+                                 question_bank())
     assert stat["facility"] == 0.5 and stat["responses"] == 2  # not 100 %
     assert sum(d["count"] for d in stat["distribution"]) == 2
     assert "50%" in prof.get("/instructor/assignments/quiz").get_data(as_text=True)

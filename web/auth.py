@@ -15,9 +15,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from .models import ApiToken, User, utcnow
+from .security import MIN_PASSWORD_LENGTH
 
 TOKEN_PREFIX = "agt_"
-MIN_PASSWORD_LENGTH = 8
 _hasher = PasswordHasher()
 
 

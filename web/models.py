@@ -20,7 +20,6 @@ from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, 
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 ROLES = ("student", "instructor")
-ASSIGNMENT_KINDS = ("task", "quiz")
 LATE_POLICIES = ("reject", "accept", "penalty")  # penalty: score * (1 - late_penalty)
 FEEDBACK_LEVELS = ("full", "score", "after_deadline")  # what a student sees of the checks
 JOB_STATUSES = ("queued", "running", "done", "failed")

@@ -21,7 +21,6 @@ import time
 
 from . import policy
 
-ROOT = "/sys/fs/cgroup"
 _counter = itertools.count()
 _lock = threading.Lock()
 

@@ -24,7 +24,6 @@ QTI_NS = "http://www.imsglobal.org/xsd/imsqti_v2p1"
 QTI_XSD = "http://www.imsglobal.org/xsd/qti/qtiv2p1/imsqti_v2p1.xsd"
 CP_NS = "http://www.imsglobal.org/xsd/imscp_v1p1"
 XSI_NS = "http://www.w3.org/2001/XMLSchema-instance"
-RP = "http://www.imsglobal.org/question/qti_v2p1/rptemplates/"
 
 ET.register_namespace("", QTI_NS)
 ET.register_namespace("xsi", XSI_NS)

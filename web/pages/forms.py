@@ -15,8 +15,8 @@ from wtforms import widgets
 from wtforms.validators import (DataRequired, EqualTo, InputRequired, Length, NumberRange, Optional,
                                 Regexp, ValidationError)
 
-from ..auth import MIN_PASSWORD_LENGTH
 from ..models import ANSWER_POLICIES, FEEDBACK_LEVELS, LATE_POLICIES
+from ..security import MIN_PASSWORD_LENGTH
 
 EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
 

@@ -35,7 +35,7 @@ def _assignment(slug: str):
 
 
 def _bank():
-    return quizzes._bank()
+    return quizzes.question_bank()
 
 
 @bp.get("/")

@@ -47,7 +47,7 @@ def _rubric_met(question: dict, row, lang: str) -> list[dict]:
         return []
     from questions.answers import solution
 
-    rubric = solution(quizzes._bank().get(row.question_id), row.seed, lang).get("rubric", [])
+    rubric = solution(quizzes.question_bank().get(row.question_id), row.seed, lang).get("rubric", [])
     return [{**item, "met": item["id"] in awarded} for item in rubric]
 
 

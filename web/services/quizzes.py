@@ -40,7 +40,7 @@ _loaded_bank: tuple[tuple, object] | None = None  # (fingerprint of its files, t
 _bank_lock = threading.Lock()
 
 
-def _bank():
+def question_bank():
     """The question bank, parsed once and parsed again whenever its files change.
 
     Each web process keeps its own copy, so a copy is checked against the files
@@ -61,7 +61,7 @@ def _bank():
 
 
 def _question(question_id: str):
-    return _bank().get(question_id)
+    return question_bank().get(question_id)
 
 
 def student_key(user: User, attempt_number: int = 1) -> str:
@@ -117,7 +117,7 @@ def start_attempt(session: Session, user: User, assignment: Assignment,
             raise QuizError(f"no attempts left: {used} of {limits.max_attempts} used")
     attempt = QuizAttempt(assignment=assignment, user=user, lang=lang, started_at=now)
     key = student_key(user, used + 1)
-    bank = _bank()
+    bank = question_bank()
     for position, qid in enumerate(assignment.question_ids or []):
         if qid not in bank:
             continue  # a question removed from the bank after the quiz was set up
@@ -137,7 +137,7 @@ def rendered_questions(attempt: QuizAttempt, lang: str | None = None) -> list[di
     """
     from questions.variants import render
 
-    bank = _bank()
+    bank = question_bank()
     out = []
     for answer in attempt.answers:
         shown = render(bank.get(answer.question_id), answer.seed, lang or attempt.lang)

@@ -79,7 +79,7 @@ def apply_settings(assignment: Assignment, data: dict) -> None:
 def reload_bank(run_code: bool = False):
     """Re-read the question bank from disk and validate it; returns (bank, problems).
 
-    Nothing to clear: every process's cached bank follows the files (``quizzes._bank``)."""
+    Nothing to clear: every process's cached bank follows the files (``quizzes.question_bank``)."""
     from questions.check import validate_bank
 
     return validate_bank(run_code=run_code)
