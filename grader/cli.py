@@ -18,7 +18,8 @@ STUDENT_COMMANDS = {
     "tasks": ("grader.commands:tasks", "Show what each task asks for (sdpa, mha)."),
     "template": ("grader.commands:template", "Print a starter file for a task."),
     "check": ("grader.commands:check", "Grade an attention file locally (same checks as the server)."),
-    "config": ("grader.userconfig:config", "Remember the server's URL and your API token."),
+    "config": ("grader.userconfig:config", "Remember the server's URL and your API token; "
+               "`config settings` lists every ATTN_GRADER_* variable."),
     "submit": ("grader.client:submit", "Submit a file to the grading service and wait for the result."),
 }
 # Commands of instructors and operators; most need `pip install 'attn-grader[server]'`.

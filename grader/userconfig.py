@@ -84,7 +84,8 @@ def config():
     attn-grader config show
 
     The environment variables ATTN_GRADER_SERVER and ATTN_GRADER_TOKEN, and the --server
-    and --token options, take precedence over what is remembered here.
+    and --token options, take precedence over what is remembered here. `attn-grader config
+    settings` lists every ATTN_GRADER_* variable (the service's too) with its default.
     """
 
 

@@ -120,7 +120,7 @@ def serve(host, port, workers, threads, demo):
 
 
 def _visible_gpus() -> list[str]:
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")  # CUDA's own variable, not one of ours
     if env is not None:
         return [g for g in env.split(",") if g.strip()]
     try:
