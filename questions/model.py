@@ -148,22 +148,36 @@ def load_question(path: str | os.PathLike) -> tuple[Question | None, list[str]]:
     return question, []
 
 
+QUESTION_SUFFIXES = (".yaml", ".yml")
+
+
+def _question_entries(root: Path) -> list[os.DirEntry]:
+    with os.scandir(root) as entries:
+        return sorted((e for e in entries if e.name.endswith(QUESTION_SUFFIXES) and e.is_file()),
+                      key=lambda e: e.name)
+
+
 def bank_files(path: str | os.PathLike | None = None) -> list[Path]:
     """The question files ``load_bank`` reads: every ``*.yaml``/``*.yml`` directly under ``path``."""
     root = Path(path) if path is not None else DEFAULT_BANK
-    return sorted(list(root.glob("*.yaml")) + list(root.glob("*.yml")))
+    return [Path(e.path) for e in _question_entries(root)]
 
 
 def bank_fingerprint(path: str | os.PathLike | None = None) -> tuple:
-    """(name, size, mtime) of each question file: cheap to take (one stat a file), and different
-    whenever a file is added, removed or rewritten, so a cached bank can be checked per use."""
+    """(name, size, mtime) of each question file: cheap to take (one directory read and one
+    stat a file), and different whenever a file is added, removed or rewritten, so a cached
+    bank can be checked on every use. Empty where the folder is missing."""
+    root = Path(path) if path is not None else DEFAULT_BANK
     out = []
-    for file in bank_files(path):
-        try:
-            st = file.stat()
-        except FileNotFoundError:  # removed between the listing and the stat
-            continue
-        out.append((file.name, st.st_size, st.st_mtime_ns))
+    try:
+        for entry in _question_entries(root):
+            try:
+                st = entry.stat()
+            except FileNotFoundError:  # removed between the listing and the stat
+                continue
+            out.append((entry.name, st.st_size, st.st_mtime_ns))
+    except (FileNotFoundError, NotADirectoryError):
+        pass
     return tuple(out)
 
 

@@ -90,6 +90,7 @@ def uid_slots() -> tuple[int, int]:
     them once per process: a slot's lock file is named by its number)."""
     return _setting("SANDBOX_UID_BASE"), _setting("SANDBOX_UID_SLOTS")
 
+
 # -- namespaces ------------------------------------------------------------------------------
 # The outer wall (bwrap) around the zygote; bwrap always has its own mount namespace.
 WALL_NAMESPACES = ("pid", "net", "ipc", "uts", "cgroup")
