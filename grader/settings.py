@@ -88,7 +88,7 @@ GROUPS = {
     "workers": "grading workers and the job queue",
     "mail": "password-reset e-mail",
     "logging": "logs and metrics",
-    "sandbox": "the sandbox (read per run by each grading process; see `attn-grader sandbox policy`)",
+    "sandbox": "the sandbox, read by each grading process (`attn-grader sandbox policy` shows the result)",
     "student CLI": "`attn-grader submit` and `attn-grader config`",
     "tools": "instructors' and researchers' commands",
 }

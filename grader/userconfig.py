@@ -138,7 +138,7 @@ def config_settings(markdown):
         click.echo(settings.markdown_table())
         return
     for key, title in settings.GROUPS.items():
-        click.echo(f"\n{key}: {title}")
+        click.echo(f"\n{key}: {title.replace('`', '')}")
         for s in settings.group(key):
             click.echo(f"  {s.variable}  [default: {s.default_text().replace('`', '')}]")
             click.echo(f"      {s.help.replace('`', '')}")
