@@ -86,11 +86,10 @@ class GradingWorker:
                     claim.question_id, claim.seed, claim.code, claim.lang,
                     sandbox=self.config["SANDBOX"]))
             else:
-                device = "cuda" if claim.queue == "gpu" else "cpu"
-                report = self.grade_fn(claim.code, claim.task_id,
-                                       sandbox=self.config["SANDBOX"], device=device,
-                                       server_seed=grading_seed(self.config, claim.task_id, claim.code))
-                data = report_to_dict(report)
+                data = report_to_dict(self.grade_fn(
+                    claim.code, claim.task_id, sandbox=self.config["SANDBOX"],
+                    device=claim.device,
+                    server_seed=grading_seed(self.config, claim.task_id, claim.code)))
         except Exception as exc:  # the grader itself failed: not the student's fault
             log.error("job %s attempt %s: grader error\n%s", claim.job_id, claim.attempt,
                       traceback.format_exc())
