@@ -19,7 +19,7 @@ from .source import parse_python
 from .causes import charge_once, summary
 from .jsonsafe import json_safe
 from .checks.forbidden import fresh_samples
-from .sandbox import Session
+from .sandbox import SandboxSession
 from .tasks import registry
 
 CHECK_SECONDS = 8.0   # per-check wall budget; one slow check fails alone
@@ -181,7 +181,7 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         return fail_load("load.source", f"Python cannot parse your file: {exc}")
     add("load.source", True, "valid UTF-8 Python")
 
-    with Session(source, t.function, level=sandbox, limits=limits, device=device, block=t.block) as session:
+    with SandboxSession(source, t.function, level=sandbox, limits=limits, device=device, block=t.block) as session:
         report.sandbox, report.warnings = session.level, list(session.warnings)
         if progress:
             progress("load.import", 1, total)

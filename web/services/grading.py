@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 
 from grader.jsonsafe import json_safe
 
-from ..models import CheckResult, ManualGrade, Result, Submission, utcnow
+from ..models import StoredCheck, ManualGrade, Result, Submission, utcnow
 
 
 def load_grade_function(spec: str = "grader.grading:grade_source"):
@@ -78,7 +78,7 @@ def record_result(session: Session, submission: Submission, data: dict, *, kind:
         sandbox=str(data["sandbox"]) if data.get("sandbox") else None,
         report=data, created_at=now or utcnow())
     for position, check in enumerate(data.get("checks") or []):
-        result.checks.append(CheckResult(
+        result.checks.append(StoredCheck(
             position=position, check_id=str(check.get("id", position)),
             passed=bool(check.get("passed")), points=float(check.get("points") or 0.0),
             max_points=float(check.get("max_points") or 0.0),
