@@ -63,7 +63,8 @@ def stub_service(service):
     dispatcher = app.extensions["attn_grader"].dispatcher
     dispatcher.broker.flush_all()
     grading = GradingWorker(service.engine, config, grade_fn=fake_grade, name="dramatiq-test")
-    declare_actors(dispatcher.broker, grading.handle_message)  # as run_dramatiq does
+    declare_actors(dispatcher.broker, grading.handle_message,  # as run_dramatiq does
+                   grading.max_grade_seconds)
     yield app, dispatcher.broker, service
 
 

@@ -24,9 +24,9 @@ log = logging.getLogger(__name__)
 QUEUES = ("cpu", "gpu")
 # Retries and time limits are the job's own (``attempts``/``max_attempts``, the lease, and
 # MAX_GRADE_SECONDS in the worker); Dramatiq's would re-run a job outside that accounting or
-# interrupt a grading run, so they are switched off: no retries, a time limit far beyond
-# any grading run.
-ACTOR_OPTIONS = {"max_retries": 0, "time_limit": 3_600_000}
+# interrupt a grading run, so they are kept out of the way: no retries, and a time limit
+# twice the worker's own (which ends a stuck run first: the worker process exits).
+NO_RETRIES = {"max_retries": 0}
 
 
 def actor_name(queue: str) -> str:
@@ -78,12 +78,11 @@ def make_broker(url: str, namespace: str = "attn_grader") -> dramatiq.Broker:
     raise ValueError(f"ATTN_GRADER_BROKER_URL={url!r}: expected redis://, amqp:// or stub://")
 
 
-def declare_actors(broker: dramatiq.Broker, handle_job) -> None:
-    """The worker's side: one actor per queue on ``broker``, each calling ``handle_job(job_id)``
-    (declaring again replaces the earlier actor of that name)."""
+def declare_actors(broker: dramatiq.Broker, handle_job, max_grade_seconds: float) -> None:
+    """The worker's side: one actor per queue on ``broker``, each calling ``handle_job(job_id)``."""
     for queue in QUEUES:
         dramatiq.actor(handle_job, broker=broker, actor_name=actor_name(queue), queue_name=queue,
-                       **ACTOR_OPTIONS)
+                       time_limit=int(2_000 * max_grade_seconds), **NO_RETRIES)
 
 
 _dispatchers: dict = {}

@@ -186,7 +186,7 @@ class GradingWorker:
 
         # Its own broker, declaring the actors once: this process consumes, it sends nothing.
         broker = make_broker(self.config["BROKER_URL"], self.config.get("BROKER_NAMESPACE"))
-        declare_actors(broker, self.handle_message)
+        declare_actors(broker, self.handle_message, self.max_grade_seconds)
         # An idle Redis consumer sleeps between fetches, backing off up to worker_timeout
         # (1 s by default): a job queued on an idle service waited for that. It also sleeps
         # so while its prefetch is full, which is why the prefetch stays at two: the next
