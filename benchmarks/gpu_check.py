@@ -271,7 +271,7 @@ def step_grading(ctx: Context) -> list[Check]:
 
     from grader.checks.gpu_suite import run_gpu_suite
     from grader.grading import grade_source
-    from grader.sandbox import Session
+    from grader.sandbox import SandboxSession
 
     device = str(ctx.device)
     dtypes = (torch.float16, torch.bfloat16) if ctx.cuda else (torch.float32,)
@@ -290,7 +290,7 @@ def step_grading(ctx: Context) -> list[Check]:
             + (f", failed {', '.join(failed[:4])}" if failed else ""),
             "full marks" if correct else "less than full marks",
             data={"report": report, "seconds": seconds}))
-        with Session(source, "scaled_dot_product_attention", device=device) as session:
+        with SandboxSession(source, "scaled_dot_product_attention", device=device) as session:
             loaded = session.load()
             suite = run_gpu_suite(session, device, dtypes=dtypes, seed=ctx.seed) \
                 if loaded.ok else []

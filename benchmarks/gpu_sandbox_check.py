@@ -74,7 +74,7 @@ def main() -> int:
 
     import torch
     from grader.grading import grade_source
-    from grader.sandbox import Limits, Session, forkserver
+    from grader.sandbox import Limits, SandboxSession, forkserver
     from grader.sandbox.wall import strict_problems
 
     device = args.device if torch.cuda.is_available() else "cpu"
@@ -111,7 +111,7 @@ def main() -> int:
 
     @step("correct")
     def _():
-        with Session(CORRECT, FN, level="strict", limits=limits, device=device) as s:
+        with SandboxSession(CORRECT, FN, level="strict", limits=limits, device=device) as s:
             r = s.call(q, k, v)
         assert r.ok, r.error
         assert r.output_device.split(":")[0] == device.split(":")[0], r.output_device
@@ -121,7 +121,7 @@ def main() -> int:
 
     @step("walls")
     def _():
-        with Session(PROBE, FN, level="strict", limits=limits, device=device) as s:
+        with SandboxSession(PROBE, FN, level="strict", limits=limits, device=device) as s:
             r = s.call(q, k, v)
             out = s.stdout
         assert r.ok, r.error
@@ -143,7 +143,7 @@ def main() -> int:
         def _(src=src):
             before = gpu_pids()
             short = Limits(wall_seconds=20, call_seconds=8, load_seconds=60, cpu_seconds=15)
-            with Session(src, FN, level="strict", limits=short, device=device) as s:
+            with SandboxSession(src, FN, level="strict", limits=short, device=device) as s:
                 r = s.call(q, k, v)
             assert not r.ok, "the attack returned a result"
             forkserver.drain()
@@ -157,7 +157,7 @@ def main() -> int:
         times = []
         for _ in range(args.n):
             start = time.perf_counter()
-            with Session(CORRECT, FN, level="strict", limits=limits, device=device) as s:
+            with SandboxSession(CORRECT, FN, level="strict", limits=limits, device=device) as s:
                 assert s.call(q, k, v).ok
             times.append(time.perf_counter() - start)
             time.sleep(0.5 if device == "cpu" else 3.0)  # let the pool pre-warm the next worker

@@ -6,7 +6,7 @@
 Rows, all measured in this one run (medians, with min and max):
 
 - ``python -c "import torch"``: a fresh interpreter, the floor of any design that starts one.
-- ``sandbox only (strict)``: open a strict Session, import a trivial file, one tiny call,
+- ``sandbox only (strict)``: open a strict SandboxSession, import a trivial file, one tiny call,
   close: forking, namespaces, root, cgroup, seccomp and teardown; the per-submission
   overhead the issue targets (< 100 ms).
 - ``sandbox only (strict, pre-warmed worker)``: the same through a worker forked and walled in
@@ -57,7 +57,7 @@ def main() -> int:
 
     import torch
     from grader.grading import grade_source
-    from grader.sandbox import Session
+    from grader.sandbox import SandboxSession
     from grader.sandbox.wall import strict_problems
 
     problems = strict_problems()
@@ -68,7 +68,7 @@ def main() -> int:
 
     def sandbox_only(level):
         def run():
-            with Session(TRIVIAL, "scaled_dot_product_attention", level=level) as s:
+            with SandboxSession(TRIVIAL, "scaled_dot_product_attention", level=level) as s:
                 assert s.call(q, q, q).ok
         return run
 

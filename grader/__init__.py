@@ -9,8 +9,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 # What decides a score: the checks, the tasks (their points), the scoring, what the child runs, and
 # the reference. Any change to these files changes GRADER_VERSION, which stored grades record, so a
 # regrade can say whether the grader changed.
-_VERSIONED = ("checks", "tasks", "grading.py", "causes.py", "sandbox/harness.py", "sandbox/disarm.py",
-              "sandbox/answers.py", "../reference_impl")
+_VERSIONED = ("checks", "tasks", "grading.py", "causes.py", "jsonsafe.py", "sandbox/harness.py",
+              "sandbox/disarm.py", "sandbox/answers.py", "../reference_impl")
 
 
 def _digest() -> str:

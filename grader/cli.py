@@ -28,7 +28,7 @@ SERVER_COMMANDS = {
     "worker": ("web.cli:worker", "Run grading workers on this host (cpu and/or gpu queues)."),
     "db": ("web.cli:db", "Database migrations: upgrade, current, downgrade, revision."),
     "users": ("web.cli:users", "Manage accounts and API tokens."),
-    "regrade": ("web.cli:regrade", "Regrade an assignment; shows score changes before applying."),
+    "regrade": ("web.regrade_command:regrade", "Regrade submissions through the job queue; shows the changes."),
     "reconcile": ("web.cli:reconcile", "Re-notify lost grading jobs; fail those past max attempts."),
     "sandbox": ("grader.sandbox.cli:sandbox", "The sandbox: `sandbox policy` prints what a submission can touch."),
     "lti": ("web.lti.cli:lti", "LMS integration (LTI 1.3): platforms, keys, tool URLs, passback, rosters."),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -18,8 +17,9 @@ from . import GRADER_VERSION
 from .checks.base import Context, Fail, StudentFailure, clean_traceback
 from .source import parse_python
 from .causes import charge_once, summary
+from .jsonsafe import json_safe
 from .checks.forbidden import fresh_samples
-from .sandbox import Session
+from .sandbox import SandboxSession
 from .tasks import registry
 
 CHECK_SECONDS = 8.0   # per-check wall budget; one slow check fails alone
@@ -37,26 +37,13 @@ class CheckResult:
     details: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        details = _json_safe(self.details)
+        details = json_safe(self.details)
         if len(json.dumps(details)) > DETAILS_LIMIT:  # heatmaps go first, then the rest is cut
             details = {k: v for k, v in details.items() if not k.startswith("weights_")}
             if len(json.dumps(details)) > DETAILS_LIMIT:
                 details = {"truncated": json.dumps(details)[: DETAILS_LIMIT // 2]}
         return {"id": self.id, "passed": self.passed, "points": self.points, "max_points": self.max_points,
                 "message": self.message, "details": details}
-
-
-def _json_safe(value):
-    """Plain JSON: non-finite floats become strings, tuples lists, anything else its repr."""
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if value != value else ("inf" if value > 0 else "-inf")
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return repr(value)[:200]
 
 
 @dataclass
@@ -194,7 +181,7 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         return fail_load("load.source", f"Python cannot parse your file: {exc}")
     add("load.source", True, "valid UTF-8 Python")
 
-    with Session(source, t.function, level=sandbox, limits=limits, device=device, block=t.block) as session:
+    with SandboxSession(source, t.function, level=sandbox, limits=limits, device=device, block=t.block) as session:
         report.sandbox, report.warnings = session.level, list(session.warnings)
         if progress:
             progress("load.import", 1, total)

@@ -64,14 +64,14 @@ def _mutated(args, after, params) -> list[str]:
 def grade_code(question: Question, seed: int, source: str, lang: str = "en", *,
                sandbox: str = "auto") -> tuple[float, bool, str, dict]:
     """Returns (fraction of cases passed, all passed, feedback, details)."""
-    from grader.sandbox import Session  # late: only code questions need the sandbox
+    from grader.sandbox import SandboxSession  # late: only code questions need the sandbox
 
     d = question.data
     function, reference = d["function"], references.REFERENCES[d["reference"]]
     compare = d.get("compare") or {}
     cases = code_cases(question, seed)
     results, first_failure = [], None
-    with Session(source, function, level=sandbox) as session:
+    with SandboxSession(source, function, level=sandbox) as session:
         loaded = session.load()
         if not loaded.ok:
             why = loaded.error.message if loaded.error else "unknown error"

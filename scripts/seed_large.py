@@ -56,7 +56,7 @@ def seed_large(engine, students: int = 1000, submissions: int = 20000, *,
     """Add ``students`` and ``submissions`` to the default course; returns what was made."""
     from web.auth import hash_password
     from web.db import session_factory
-    from web.models import (CheckResult, Enrollment, GradingJob, QuizAnswer, QuizAttempt,
+    from web.models import (StoredCheck, Enrollment, GradingJob, QuizAnswer, QuizAttempt,
                             Result, Submission, User, utcnow)
     from web.services.courses import ensure_default_course
 
@@ -97,7 +97,7 @@ def seed_large(engine, students: int = 1000, submissions: int = 20000, *,
         # -- submissions, jobs, results, checks --
         sub_rows, job_rows, result_rows, check_rows = [], [], [], []
         sub_id, job_id = _next_id(session, Submission), _next_id(session, GradingJob)
-        result_id, check_id = _next_id(session, Result), _next_id(session, CheckResult)
+        result_id, check_id = _next_id(session, Result), _next_id(session, StoredCheck)
         checks_of = {a.id: _task_checks(a.task_id) for a in tasks}
         for n in range(submissions if tasks else 0):
             assignment = tasks[n % len(tasks)]
@@ -151,7 +151,7 @@ def seed_large(engine, students: int = 1000, submissions: int = 20000, *,
         _bulk(session, Submission, sub_rows)
         _bulk(session, GradingJob, job_rows)
         _bulk(session, Result, result_rows)
-        _bulk(session, CheckResult, check_rows, chunk=10000)
+        _bulk(session, StoredCheck, check_rows, chunk=10000)
 
         # -- quiz attempts --
         attempt_rows, answer_rows = [], []
@@ -186,7 +186,7 @@ def seed_large(engine, students: int = 1000, submissions: int = 20000, *,
         _bulk(session, QuizAnswer, answer_rows, chunk=10000)
 
         if engine.dialect.name == "postgresql":  # explicit ids: move the sequences past them
-            for model in (User, Enrollment, Submission, GradingJob, Result, CheckResult,
+            for model in (User, Enrollment, Submission, GradingJob, Result, StoredCheck,
                           QuizAttempt, QuizAnswer):
                 table = model.__tablename__
                 session.execute(text(

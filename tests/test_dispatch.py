@@ -244,3 +244,24 @@ def test_late_submissions_get_the_assignments_penalty(service):
     GradingWorker(service.engine, service.config, grade_fn=fake_grade).run_once()
     job, sub, results = _job(service, job_id)
     assert (sub.late, sub.score, results[0].score) == (True, 6.0, 8.0)
+
+
+def test_the_broker_carries_only_job_ids_and_leaves_retries_and_limits_to_the_job():
+    from dramatiq import Message
+
+    from web.dispatch.broker import QUEUES, DramatiqDispatcher, actor_name, declare_actors, make_broker
+
+    broker = make_broker("stub://")
+    DramatiqDispatcher(broker).notify([(5, "gpu"), (6, "cpu")])  # the sender declares no actor
+    assert not broker.actors
+    sent = {queue: Message.decode(broker.queues[queue].get_nowait()) for queue in QUEUES}
+    assert [(m.actor_name, list(m.args)) for m in sent.values()] == \
+        [("grade_job_cpu", [6]), ("grade_job_gpu", [5])]
+    handled = []
+    declare_actors(broker, handled.append, max_grade_seconds=900.0)  # the worker's side
+    for queue in QUEUES:
+        actor = broker.get_actor(actor_name(queue))
+        assert actor.queue_name == queue and actor.options["max_retries"] == 0
+        assert actor.options["time_limit"] > 900_000  # the worker's own limit comes first
+        actor.fn(7)
+    assert handled == [7, 7]

@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from service_support import fake_grade, grade_log_lines, spawn_worker, wait_until
 from web import create_app
 from web.db import session_factory
-from web.dispatch.broker import set_job_handler
+from web.dispatch.broker import declare_actors
 from web.dispatch.worker import GradingWorker
 from web.models import GradingJob, Result
 
@@ -57,14 +57,15 @@ def test_a_sigkilled_worker_job_is_graded_once_by_another_worker(service):
 
 @pytest.fixture
 def stub_service(service):
-    config = {**service.config, "BROKER_URL": "stub://"}
+    # a namespace of its own: a fresh StubBroker, on which this test's worker declares the actors
+    config = {**service.config, "BROKER_URL": "stub://", "BROKER_NAMESPACE": service.tmp_path.name}
     app = create_app(config)
     dispatcher = app.extensions["attn_grader"].dispatcher
     dispatcher.broker.flush_all()
     grading = GradingWorker(service.engine, config, grade_fn=fake_grade, name="dramatiq-test")
-    set_job_handler(grading.handle_message)
+    declare_actors(dispatcher.broker, grading.handle_message,  # as run_dramatiq does
+                   grading.max_grade_seconds)
     yield app, dispatcher.broker, service
-    set_job_handler(None)
 
 
 def test_dramatiq_delivers_job_ids_and_duplicates_are_harmless(stub_service):

@@ -5,7 +5,7 @@ import torch
 from sqlalchemy import select
 
 from grader.checks.gpu_suite import run_gpu_suite
-from grader.sandbox import Session
+from grader.sandbox import SandboxSession
 from service_support import ROOT, fake_grade
 from web.db import session_factory
 from web.dispatch import claim as claims
@@ -49,7 +49,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 def _suite(source, device="cpu", dtypes=(torch.float32,), timing=False):
-    with Session(source, "scaled_dot_product_attention", level="auto", device=device) as session:
+    with SandboxSession(source, "scaled_dot_product_attention", level="auto", device=device) as session:
         assert session.load().ok
         return {c["id"]: c for c in run_gpu_suite(session, device, dtypes=dtypes,
                                                    timing=timing)}
@@ -88,7 +88,7 @@ def test_grade_report_gains_the_suite_as_reported_only_checks():
     from grader.grading import GradeReport, add_gpu_suite
 
     report = GradeReport(task="sdpa", checks=[])
-    with Session(UNSHIFTED, "scaled_dot_product_attention", level="auto") as session:
+    with SandboxSession(UNSHIFTED, "scaled_dot_product_attention", level="auto") as session:
         assert session.load().ok
         add_gpu_suite(report, session, "cpu", seed=3, dtypes=(torch.float16,))
     ids = [c.id for c in report.checks]

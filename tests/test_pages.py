@@ -185,6 +185,8 @@ def test_instructor_submission_page_escapes_code_and_regrades(env, ada, prof):
     response = prof.post(f"/instructor/submissions/{sid}/regrade")
     assert response.location == f"/instructor/submissions/{sid}"  # back where they were
     assert prof.get(f"/submissions/{sid}/status.json").get_json()["status"] == "queued"
+    twice = prof.post(f"/instructor/submissions/{sid}/regrade", follow_redirects=True)
+    assert f"Not regraded: submission {sid} is already queued." in twice.get_data(as_text=True)
     assert grade_queued(env) == 1
     page = prof.get(f"/instructor/submissions/{sid}").get_data(as_text=True)
     assert "Grading runs" in page  # the first result stays on record
@@ -298,10 +300,13 @@ def test_regrade_every_submission_of_an_assignment(env, ada, bob, prof):
     page = prof.post("/instructor/assignments/sdpa/regrade", data={"confirmed": "yes"},
                      follow_redirects=True).get_data(as_text=True)
     assert "2 submission(s) of Scaled dot-product attention queued" in page
+    again = prof.post("/instructor/assignments/sdpa/regrade", data={"confirmed": "yes"},
+                      follow_redirects=True).get_data(as_text=True)
+    assert "0 submission(s) of Scaled dot-product attention queued" in again  # queued already
     assert grade_queued(env) == 2
     from web.models import Result
-    with db_session(env) as session:
-        assert session.query(Result).count() == 4  # the first results stay on record
+    with db_session(env) as session:  # the first results stay on record; the workers' are regrades
+        assert sorted(r.kind for r in session.query(Result)) == ["grade", "grade", "regrade", "regrade"]
 
 
 def test_spec_markdown_nests_lists_highlights_code_and_escapes_html():

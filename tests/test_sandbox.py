@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from grader.sandbox import Limits, SandboxUnavailable, Session, cgroups, forkserver, wall
+from grader.sandbox import Limits, SandboxUnavailable, SandboxSession, cgroups, forkserver, wall
 from grader.sandbox.backends import select_backend
 
 STRICT_PROBLEMS = wall.strict_problems()
@@ -53,13 +53,13 @@ def test_unknown_level_is_a_clear_error():
 def test_strict_refuses_and_names_what_is_missing(monkeypatch):
     monkeypatch.setattr(wall, "strict_problems", lambda wall=True: ["bubblewrap for the outer wall"])
     with pytest.raises(SandboxUnavailable, match="missing: bubblewrap for the outer wall"):
-        Session(CORRECT, "sdpa", level="strict")
+        SandboxSession(CORRECT, "sdpa", level="strict")
 
 
 def test_auto_falls_back_to_a_plain_subprocess_with_a_warning(monkeypatch):
     monkeypatch.setattr(wall, "strict_problems", lambda wall=True: ["Linux namespaces (this is darwin)"])
     q, k, v = _qkv()
-    with Session(CORRECT, "sdpa", level="auto", limits=LIMITS) as s:
+    with SandboxSession(CORRECT, "sdpa", level="auto", limits=LIMITS) as s:
         assert s.level == "auto"
         assert any("plain subprocess" in w and "darwin" in w for w in s.warnings)
         r = s.call(q, k, v)
@@ -67,14 +67,14 @@ def test_auto_falls_back_to_a_plain_subprocess_with_a_warning(monkeypatch):
 
 
 def test_none_runs_unconfined_and_says_so():
-    with Session(CORRECT, "sdpa", level="none", limits=LIMITS) as s:
+    with SandboxSession(CORRECT, "sdpa", level="none", limits=LIMITS) as s:
         assert s.level == "none" and "unconfined" in s.warnings[0]
         assert s.call(*_qkv()).ok
 
 
 @needs_strict
 def test_auto_uses_every_layer_when_the_host_has_them():
-    with Session(CORRECT, "sdpa", level="auto", limits=LIMITS) as s:
+    with SandboxSession(CORRECT, "sdpa", level="auto", limits=LIMITS) as s:
         assert s.level == "strict" and s.warnings == []
 
 
@@ -97,19 +97,19 @@ def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
 @needs_strict
 def test_auto_without_bubblewrap_keeps_the_inner_layers(monkeypatch):
     monkeypatch.setattr(wall, "bwrap_path", lambda: None)
-    with Session(PROBE, "sdpa", level="auto", limits=LIMITS) as s:
+    with SandboxSession(PROBE, "sdpa", level="auto", limits=LIMITS) as s:
         assert s.level == "auto" and "bubblewrap" in s.warnings[0]
         assert s.call(*_qkv()).ok
         info = eval(s.stdout.strip().splitlines()[-1])
     assert info["pid"] == 1 and info["seccomp"] == "2" and info["uid"] >= forkserver.UID_BASE
     with pytest.raises(SandboxUnavailable, match="bubblewrap"):
-        Session(CORRECT, "sdpa", level="strict")
+        SandboxSession(CORRECT, "sdpa", level="strict")
     forkserver._zygotes.pop((False, False)).close()  # the wall-less zygote is this test's only
 
 
 @needs_strict
 def test_the_child_is_walled_in():
-    with Session(PROBE, "sdpa", level="strict", limits=LIMITS) as s:
+    with SandboxSession(PROBE, "sdpa", level="strict", limits=LIMITS) as s:
         assert s.call(*_qkv()).ok
         out = s.stdout
     info = eval(out.strip().splitlines()[-1])  # our own probe's repr of plain literals
@@ -131,7 +131,7 @@ def test_the_child_is_walled_in():
 def test_session_survives_a_crash_and_replaces_the_child():
     src = CORRECT + "\nimport os\n_f = sdpa\ndef sdpa(q, k, v, **kw):\n    if q[0, 0, 0, 0] == 42:\n" \
                     "        os._exit(3)\n    return _f(q, k, v)\n"
-    with Session(src, "sdpa", level="strict", limits=LIMITS) as s:
+    with SandboxSession(src, "sdpa", level="strict", limits=LIMITS) as s:
         for i in range(6):
             q, k, v = _qkv(i)
             if i == 2:
@@ -148,7 +148,7 @@ def test_session_survives_a_crash_and_replaces_the_child():
 @needs_strict
 def test_prints_are_all_there_as_soon_as_the_call_returns():
     src = "import sys\ndef sdpa(q, k, v, **kw):\n    sys.stdout.write('x' * 9000 + '|')\n    return q\n"
-    with Session(src, "sdpa", level="strict", limits=LIMITS) as s:
+    with SandboxSession(src, "sdpa", level="strict", limits=LIMITS) as s:
         for i in range(1, 41):
             assert s.call(*_qkv()).ok
             assert s.stdout.count("|") == i and len(s.stdout) == 9001 * i
@@ -159,7 +159,7 @@ def test_total_wall_clock_limit_across_calls():
     src = "import time\ndef sdpa(q, k, v, **kw):\n    time.sleep(0.8)\n    return q\n"
     limits = Limits(wall_seconds=2.0, call_seconds=10, load_seconds=5, cpu_seconds=5)
     start = time.monotonic()
-    with Session(src, "sdpa", level="strict", limits=limits) as s:
+    with SandboxSession(src, "sdpa", level="strict", limits=limits) as s:
         results = [s.call(*_qkv()) for _ in range(4)]
     assert time.monotonic() - start < 5
     assert results[0].ok and any(r.error and r.error.kind == "timeout" for r in results)
@@ -169,7 +169,7 @@ def test_total_wall_clock_limit_across_calls():
 def test_killing_the_waiter_kills_the_child():
     """PR_SET_PDEATHSIG is cleared by setuid; the child re-arms it (pitfall P6)."""
     src = "import time\ndef sdpa(q, k, v, **kw):\n    time.sleep(30)\n"
-    with Session(src, "sdpa", level="strict", limits=LIMITS) as s:
+    with SandboxSession(src, "sdpa", level="strict", limits=LIMITS) as s:
         assert s.load().ok
         run = s.child.cgroup
         procs = {pid: os.stat(f"/proc/{pid}").st_uid for pid in run.pids()}
@@ -194,7 +194,7 @@ def test_one_zygote_serves_many_threads():
         try:
             for i in range(3):
                 q, k, v = _qkv(seed * 10 + i)
-                with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+                with SandboxSession(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
                     r = s.call(q, k, v)
                 if not (r.ok and torch.allclose(r.output, _expected(q, k, v), atol=1e-6)):
                     failures.append((seed, i, r.error))
@@ -213,14 +213,14 @@ def test_one_zygote_serves_many_threads():
 
 @needs_strict
 def test_a_dead_zygote_is_restarted_and_outlives_the_thread_that_started_it():
-    with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+    with SandboxSession(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
         assert s.call(*_qkv()).ok
     (z,) = forkserver._zygotes.values()
     z.proc.kill()
     z.proc.wait()
 
     def in_a_short_lived_thread():  # like a web server's request thread
-        with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+        with SandboxSession(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
             assert s.call(*_qkv()).ok
 
     t = threading.Thread(target=in_a_short_lived_thread)
@@ -229,14 +229,14 @@ def test_a_dead_zygote_is_restarted_and_outlives_the_thread_that_started_it():
     time.sleep(0.5)
     (z2,) = forkserver._zygotes.values()
     assert z2 is not z and z2.alive()  # it does not die with the thread that needed it
-    with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+    with SandboxSession(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
         assert s.call(*_qkv()).ok
     assert forkserver._zygotes[(True, False)] is z2
 
 
 @needs_strict
 def test_a_forked_grader_process_gets_its_own_zygote():
-    with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+    with SandboxSession(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
         assert s.call(*_qkv()).ok
     parent_zygote = next(iter(forkserver._zygotes.values()))
     pid = os.fork()
@@ -244,7 +244,7 @@ def test_a_forked_grader_process_gets_its_own_zygote():
         code = 1
         try:
             assert forkserver._zygotes == {}
-            with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+            with SandboxSession(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
                 code = 0 if s.call(*_qkv()).ok else 2
             forkserver.shutdown()
         finally:
@@ -252,7 +252,7 @@ def test_a_forked_grader_process_gets_its_own_zygote():
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert parent_zygote.alive()  # the child did not take ours down
-    with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+    with SandboxSession(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
         assert s.call(*_qkv()).ok
 
 
@@ -266,7 +266,7 @@ def test_prewarmed_workers_are_single_use(monkeypatch):
     try:
         for _ in range(3):
             q, k, v = _qkv()
-            with Session(src, "sdpa", level="strict", limits=LIMITS) as s:
+            with SandboxSession(src, "sdpa", level="strict", limits=LIMITS) as s:
                 r = s.call(q, k, v)
                 assert r.ok, r.error
                 assert torch.allclose(r.output, _expected(q, k, v), atol=1e-6)
@@ -283,7 +283,7 @@ def test_prewarmed_workers_are_single_use(monkeypatch):
 def test_gpu_worker_runs_on_cuda():
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    with Session(CORRECT, "sdpa", level="strict", limits=LIMITS, device="cuda") as s:
+    with SandboxSession(CORRECT, "sdpa", level="strict", limits=LIMITS, device="cuda") as s:
         q, k, v = _qkv()
         r = s.call(q, k, v)
     assert r.ok and r.output_device.startswith("cuda")

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from grader.grading import grade_source
-from grader.sandbox import Limits, Session, cgroups, forkserver
+from grader.sandbox import Limits, SandboxSession, cgroups, forkserver
 from grader.sandbox.wall import strict_problems
 from reference_impl import sdpa_float64
 
@@ -126,7 +126,7 @@ def _slot_processes() -> list[str]:
 def run_case(name: str, host: dict) -> dict:
     q, k, v = _inputs()
     start = time.monotonic()
-    with Session(_source(name, host), FUNCTION, level="strict", limits=LIMITS) as s:
+    with SandboxSession(_source(name, host), FUNCTION, level="strict", limits=LIMITS) as s:
         assert s.level == "strict"
         loaded = s.load()
         result = s.call(q, k, v) if loaded.ok else None
@@ -197,7 +197,7 @@ def test_hostile_submission_is_graded_and_contained(name, host, blank_score):
 
 @pytest.mark.parametrize("name", CASES)
 def test_hostile_call_outcome(name, host):
-    """One call at the Session level: the failure is named for what it is (timeout, memory, crash...)."""
+    """One call at the SandboxSession level: the failure is named for what it is (timeout, memory, crash...)."""
     expected = expectations(os.path.join(HOSTILE, name + ".py"))
     r = run_case(name, host)
     outcome, error = r["outcome"], r["error"]
@@ -238,7 +238,7 @@ def test_a_child_that_stops_reading_cannot_hang_the_grader(host):
     q, k, v = _inputs()
     big = torch.randn(4, 8, 256, 256)  # 8 MiB: far more than a pipe holds
     start = time.monotonic()
-    with Session(_source("stall_reader", host), FUNCTION, level="strict", limits=LIMITS) as s:
+    with SandboxSession(_source("stall_reader", host), FUNCTION, level="strict", limits=LIMITS) as s:
         assert s.call(q, k, v).ok
         time.sleep(0.1)  # the itimer fires: the harness is parked before reading again
         r = s.call(big, big, big)

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from grader import settings
 from grader.cli import main
-from grader.sandbox import Limits, Session, cgroups, forkserver, policy, wall
+from grader.sandbox import Limits, SandboxSession, cgroups, forkserver, policy, wall
 
 STRICT_PROBLEMS = wall.strict_problems()
 needs_strict = pytest.mark.skipif(bool(STRICT_PROBLEMS),
@@ -99,7 +99,7 @@ def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
 def test_host_wide_proc_files_are_masked_inside_the_child():
     import torch
     q = torch.ones(1, 1, 2, 2)
-    with Session(PROC_PROBE, "sdpa", level="strict", limits=LIMITS) as s:
+    with SandboxSession(PROC_PROBE, "sdpa", level="strict", limits=LIMITS) as s:
         assert s.call(q, q, q).ok, s.stderr
         seen = eval(s.stdout.strip().splitlines()[-1])  # our own probe's repr of plain literals
     expected = policy.masked_proc_files(LIMITS.memory_bytes, os.sched_getaffinity(0))
@@ -185,7 +185,7 @@ def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
 def test_the_allow_list_refuses_what_it_does_not_name_and_keeps_what_python_needs():
     import torch
     q = torch.ones(1, 1, 2, 2)
-    with Session(SYSCALL_PROBE, "sdpa", level="strict", limits=LIMITS) as s:
+    with SandboxSession(SYSCALL_PROBE, "sdpa", level="strict", limits=LIMITS) as s:
         assert s.call(q, q, q).ok, s.stderr
         seen = eval(s.stdout.strip().splitlines()[-1])  # our own probe's repr of plain literals
     assert seen["personality"] == seen["execve"] == "ENOSYS"   # not on the list

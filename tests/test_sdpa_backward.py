@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from grader.checks import backward
-from grader.sandbox import Session
+from grader.sandbox import SandboxSession
 
 AUTOGRAD = '''
 import torch
@@ -56,9 +56,9 @@ def test_transposition_bugs_are_told_apart_only_where_shapes_allow():
 @pytest.mark.parametrize("source", [AUTOGRAD, ENGINE], ids=["autograd.grad", "Tensor.backward"])
 def test_autograd_raises_in_a_child_that_blocks_it_and_only_there(source):
     x = torch.randn(3)
-    with Session(source, "f", level="auto") as free:
+    with SandboxSession(source, "f", level="auto") as free:
         assert free.call(x).ok
-    with Session(source, "f", level="auto", block=("autograd",)) as blocked:
+    with SandboxSession(source, "f", level="auto", block=("autograd",)) as blocked:
         result = blocked.call(x)
         assert not result.ok and result.error.exc_type == "AutogradDisabled"
         assert any(b.startswith("autograd:") for b in result.blocked)

@@ -1,4 +1,7 @@
 """The service's admin commands: db, users, regrade, and serve's refusal on an old schema."""
+import threading
+from contextlib import contextmanager
+
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import select
@@ -8,7 +11,7 @@ from service_support import fake_grade
 from web.auth import user_for_token
 from web.db import session_factory
 from web.dispatch.worker import GradingWorker
-from web.models import Result, Submission, User
+from web.models import GradingJob, ManualGrade, Submission, User
 from web.services.courses import find_assignment
 from web.services.submissions import submit
 
@@ -65,43 +68,131 @@ def test_users_add_and_token(service):
     assert "revoked 1 token(s)" in revoked.output
 
 
-@pytest.mark.parametrize("service", ["sqlite"], indirect=True)
-def test_regrade_previews_then_applies_keeping_history(service):
+def _graded(service, codes: dict) -> dict:
+    """Submit ``{email: code}`` for sdpa, grade them with ``fake_grade``; {email: submission id}."""
+    ids = {}
     with session_factory(service.engine)() as session:
-        for email, code in (("ada@example.org", "# SCORE=7\n"),
-                            ("bob@example.org", "# SCORE=10\n")):
+        for email, code in codes.items():
             user = session.scalar(select(User).where(User.email == email))
-            submit(session, user, find_assignment(session, "sdpa"), code)
+            ids[email] = submit(session, user, find_assignment(session, "sdpa"), code).id
     worker = GradingWorker(service.engine, service.config, grade_fn=fake_grade)
     while worker.run_once():
         pass
-    runner = CliRunner()
-    env = _env(service.config, ATTN_GRADER_GRADE_FUNCTION="test_service_cli:better_grader")
+    return ids
+
+
+@contextmanager
+def workers_running(service, grade_fn, count: int = 2):
+    """``count`` in-process grading workers on the cpu queue, as ``attn-grader worker`` runs them."""
+    stop = threading.Event()
+    threads = [threading.Thread(target=GradingWorker(service.engine, service.config, grade_fn=grade_fn,
+                                                     name=f"in-process-{i}").run_polling,
+                                args=(("cpu",), stop), daemon=True) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+
+
+@pytest.mark.parametrize("service", ["sqlite"], indirect=True)
+def test_regrade_queues_jobs_the_workers_grade_and_shows_the_changes(service):
+    ids = _graded(service, {"ada@example.org": "# SCORE=7\n", "bob@example.org": "# SCORE=10\n",
+                            "prof@example.org": "# SCORE=3\n"})
+    with session_factory(service.engine)() as session:  # the instructor set their own score by hand
+        prof = session.scalar(select(User).where(User.role == "instructor"))
+        session.add(ManualGrade(submission_id=ids["prof@example.org"], grader_id=prof.id,
+                                points=6.0, comment="hand-checked"))
+        session.get(Submission, ids["prof@example.org"]).score = 6.0
+        session.commit()
+    runner, env = CliRunner(), _env(service.config)
 
     preview = runner.invoke(main, ["regrade", "--assignment", "sdpa", "--dry-run"], env=env)
     assert preview.exit_code == 0, preview.output
-    lines = preview.output.splitlines()
-    assert any("ada@example.org" in l and "7.00 ->    8.00" in l and "fake-1.0 -> fake-2.0  *" in l
-               for l in lines)
-    assert any("bob@example.org" in l and "10.00 ->   10.00" in l and not l.endswith("*")
-               for l in lines)
-    assert "2 submission(s), 1 with a different score" in preview.output
-    assert "dry run: nothing stored" in preview.output
-
+    assert "3 submission(s), 3 to queue" in preview.output
+    assert any("prof@example.org" in line and line.endswith("queue  (override kept)")
+               for line in preview.output.splitlines())
+    assert "dry run: nothing queued" in preview.output
     declined = runner.invoke(main, ["regrade", "--assignment", "sdpa"], input="n\n", env=env)
-    assert "nothing stored" in declined.output
+    assert "nothing queued" in declined.output
     with session_factory(service.engine)() as session:
-        assert session.query(Result).count() == 2
+        assert {job.status for job in session.scalars(select(GradingJob))} == {"done"}
 
-    applied = runner.invoke(main, ["regrade", "--assignment", "sdpa", "--yes"], env=env)
-    assert "stored 2 regrade result(s)" in applied.output
+    with workers_running(service, better_grader):
+        applied = runner.invoke(main, ["regrade", "--assignment", "sdpa", "--yes"], env=env)
+    assert applied.exit_code == 0, applied.output
+    assert "queued 3 regrade job(s)" in applied.output
+    lines = applied.output.splitlines()
+    assert any("ada@example.org" in l and "7.00 ->    8.00" in l and "fake-1.0 -> fake-2.0  done  *" in l
+               for l in lines)
+    assert any("bob@example.org" in l and "10.00 ->   10.00" in l and l.endswith("done")
+               for l in lines)
+    assert any("prof@example.org" in l and "6.00 ->    6.00" in l for l in lines)
     with session_factory(service.engine)() as session:
-        ada = session.scalar(select(Submission).join(User).where(User.email == "ada@example.org"))
+        ada = session.get(Submission, ids["ada@example.org"])
         assert (ada.score, ada.grader_version) == (8.0, "fake-2.0")
-        assert [(r.kind, r.score, r.grader_version) for r in ada.results] == \
-            [("grade", 7.0, "fake-1.0"), ("regrade", 8.0, "fake-2.0")]
+        assert [(r.kind, r.score, r.grader_version, r.worker.startswith("in-process") if r.kind ==
+                 "regrade" else None) for r in ada.results] == \
+            [("grade", 7.0, "fake-1.0", None), ("regrade", 8.0, "fake-2.0", True)]
+        own = session.get(Submission, ids["prof@example.org"])
+        assert own.score == 6.0 and own.result.score == 4.0  # the override stands
     unknown = runner.invoke(main, ["regrade", "--assignment", "nope"], env=env)
     assert unknown.exit_code == 1 and "no task assignment 'nope'" in unknown.output
+
+
+@pytest.mark.parametrize("service", ["sqlite"], indirect=True)
+def test_regrade_of_one_submission_skips_one_already_queued(service):
+    ids = _graded(service, {"ada@example.org": "# SCORE=7\n"})
+    runner, env = CliRunner(), _env(service.config)
+    first = runner.invoke(main, ["regrade", "--submission", str(ids["ada@example.org"]), "--yes",
+                                 "--no-wait"], env=env)
+    assert "queued 1 regrade job(s)" in first.output, first.output
+    again = runner.invoke(main, ["regrade", "--submission", str(ids["ada@example.org"]), "--yes"],
+                          env=env)
+    assert f"skipped: submission {ids['ada@example.org']} is already queued" in again.output
+    assert "nothing to queue" in again.output
+    both = runner.invoke(main, ["regrade"], env=env)
+    assert both.exit_code == 2 and "give --assignment or --submission" in both.output
+
+
+@pytest.mark.parametrize("service", ["sqlite"], indirect=True)
+def test_a_worker_dying_mid_regrade_leaves_the_job_graded_or_failed(service):
+    from web.dispatch import claim as claims
+    from web.dispatch.reconciler import HOST_LOST, reconcile
+    from web.services.grading import report_to_dict
+    from web.services.regrade import RETRY_BUDGET, queue_regrades
+
+    ids = _graded(service, {"ada@example.org": "# SCORE=7\n", "bob@example.org": "# SCORE=5\n"})
+    ada, bob = ids["ada@example.org"], ids["bob@example.org"]
+    with session_factory(service.engine)() as session:
+        queue_regrades(session, [session.get(Submission, ada)])
+    # A worker claims the regrade and dies: its lease (0 s here) runs out, nothing renews it.
+    doomed = claims.claim_next(service.engine, "doomed", ("cpu",), lease_seconds=0.0)
+    assert (doomed.submission_id, doomed.attempt) == (ada, 2)
+    rescuer = GradingWorker(service.engine, service.config, grade_fn=better_grader, name="rescuer")
+    assert rescuer.run_once() == "done"
+    late = report_to_dict(fake_grade("# SCORE=1\n", "sdpa"))
+    assert not claims.finish(service.engine, doomed, late)  # fenced: the dead attempt is stale
+    with session_factory(service.engine)() as session:
+        sub = session.get(Submission, ada)
+        assert (sub.job.status, sub.job.attempts, sub.job.worker) == ("done", 3, "rescuer")
+        assert [(r.kind, r.score) for r in sub.results] == [("grade", 7.0), ("regrade", 8.0)]
+
+    with session_factory(service.engine)() as session:
+        queue_regrades(session, [session.get(Submission, bob)])
+    for _ in range(RETRY_BUDGET):  # every claim of its budget dies
+        assert claims.claim_next(service.engine, "doomed", ("cpu",), lease_seconds=0.0)
+    assert claims.claim_next(service.engine, "doomed", ("cpu",)) is None  # no claims left
+    report = reconcile(service.engine)
+    with session_factory(service.engine)() as session:
+        sub = session.get(Submission, bob)
+        assert report.failed == [sub.job.id]
+        assert (sub.status, sub.job.status) == ("failed", "failed")
+        assert sub.job.error.startswith(HOST_LOST)
+        assert [(r.kind, r.score) for r in sub.results] == [("grade", 5.0)]  # on record still
 
 
 def test_worker_refuses_a_gpu_queue_without_a_gpu(tmp_path):

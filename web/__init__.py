@@ -6,8 +6,6 @@ migrated to the code's revision and says which command to run.
 """
 from __future__ import annotations
 
-import importlib.util
-
 from flask import Flask
 
 
@@ -48,10 +46,11 @@ def create_app(config: dict | None = None) -> Flask:
     security.init_app(app)
 
     # The HTML pages live in web/pages (their own package); it registers its blueprints.
-    if cfg["PAGES"] and importlib.util.find_spec("web.pages") is not None:
-        pages = importlib.import_module("web.pages")
-        if hasattr(pages, "register"):
-            pages.register(app)
+    # PAGES off: the JSON API alone (tests of the API, an API-only host).
+    if cfg["PAGES"]:
+        from . import pages
+
+        pages.register(app)
     return app
 
 

@@ -11,7 +11,7 @@ from flask import Blueprint, Response, current_app, g, jsonify, request, url_for
 from werkzeug.exceptions import HTTPException
 
 from .auth import hash_token, user_for_token
-from .extensions import db_session, limiter, state
+from .extensions import db_session, limiter, state, submit_code
 from .services import courses, scores, submissions, waiting
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -100,12 +100,8 @@ def create_submission():
     if assignment is None or (not assignment.visible and not g.api_user.is_instructor):
         known = ", ".join(a.slug for a in courses.task_assignments(session))
         return error(f"unknown task {task!r}; known tasks: {known}", 404)
-    config = current_app.config
     try:
-        sub = submissions.submit(
-            session, g.api_user, assignment, code, filename=filename,
-            dispatcher=state().dispatcher, max_bytes=config["MAX_SUBMISSION_BYTES"],
-            max_attempts=config["MAX_ATTEMPTS"])
+        sub = submit_code(g.api_user, assignment, code, filename)
     except submissions.SubmissionRejected as exc:
         headers = {"Retry_After": exc.retry_after} if exc.retry_after else {}
         return error(exc.message, exc.status, **headers)

@@ -1,4 +1,4 @@
-"""Service commands of ``attn-grader``: serve, worker, db, users, regrade, reconcile."""
+"""Service commands of ``attn-grader``: serve, worker, db, users, reconcile (regrade: ``regrade_command``)."""
 from __future__ import annotations
 
 import os
@@ -337,45 +337,3 @@ def users_list():
         for user in session.scalars(select(User).order_by(User.role, User.email)):
             flags = "" if user.is_active else " (inactive)"
             click.echo(f"{user.role:10} {user.email}{flags}")
-
-
-# ---- regrade -----------------------------------------------------------------------------
-
-@click.command()
-@click.option("--assignment", "assignment_ref", required=True, help="assignment slug or task id")
-@click.option("--dry-run", is_flag=True, help="show the score changes, store nothing")
-@click.option("--yes", is_flag=True, help="apply without asking")
-@click.option("--jobs", default=2, show_default=True, help="submissions graded at once")
-def regrade(assignment_ref, dry_run, yes, jobs):
-    """Grade an assignment's submissions again; shows score changes before applying."""
-    from .services.courses import find_assignment
-    from .services.grading import load_grade_function
-    from .services.regrade import apply_regrade, plan_regrade
-
-    config = _config()
-    with _session(config) as session:
-        assignment = find_assignment(session, assignment_ref)
-        if assignment is None or assignment.kind != "task":
-            raise click.ClickException(f"no task assignment {assignment_ref!r}")
-        grade_fn = load_grade_function(config["GRADE_FUNCTION"])
-        changes = plan_regrade(session, assignment, grade_fn, config=config, sandbox=config["SANDBOX"],
-                               jobs=jobs)
-        if not changes:
-            click.echo(f"{assignment.slug}: no submissions")
-            return
-        changed = [c for c in changes if c.changed]
-        click.echo(f"{'submission':>10}  {'student':30} {'old':>7} -> {'new':>7}  grader")
-        for c in changes:
-            old = "-" if c.old_score is None else f"{c.old_score:.2f}"
-            mark = "  *" if c.changed else ""
-            click.echo(f"{c.submission_id:>10}  {c.email:30} {old:>7} -> {c.new_score:>7.2f}  "
-                       f"{c.old_version or '-'} -> {c.new_version}{mark}")
-        click.echo(f"{len(changes)} submission(s), {len(changed)} with a different score")
-        if dry_run:
-            click.echo("dry run: nothing stored")
-            return
-        if not yes and not click.confirm("apply these results?", default=False):
-            click.echo("nothing stored")
-            return
-        apply_regrade(session, changes)
-        click.echo(f"stored {len(changes)} regrade result(s)")

@@ -1,4 +1,4 @@
-"""Flask extensions and the per-request database session.
+"""Flask extensions, the per-request database session, and accepting code in a request.
 
 Views get the session with ``db_session()``; it is closed (and rolled back if uncommitted)
 at the end of the request. On SQLite a request that may write (POST, PUT, PATCH, DELETE)
@@ -51,3 +51,15 @@ def close_db_session(_exc=None) -> None:
     session = g.pop("db_session", None)
     if session is not None:
         session.close()
+
+
+def submit_code(user, assignment, code: str | bytes, filename: str):
+    """``submissions.submit`` within a request (the form and the JSON API alike): the request's
+    session, the app's dispatcher, and the configured size limit and claim budget."""
+    from .services import submissions
+
+    config = current_app.config
+    return submissions.submit(db_session(), user, assignment, code, filename=filename,
+                              dispatcher=state().dispatcher,
+                              max_bytes=config["MAX_SUBMISSION_BYTES"],
+                              max_attempts=config["MAX_ATTEMPTS"])

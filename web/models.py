@@ -8,7 +8,7 @@ Who grades what:
 - ``Submission`` is the code as submitted; it never changes after insert except for the
   denormalised ``status``/``score`` columns that mirror its latest ``Result``.
 - ``GradingJob`` is the dispatch record (the truth about a job, whatever delivers it).
-- ``Result`` + ``CheckResult`` are one grading run; a regrade adds a new ``Result`` and
+- ``Result`` + ``StoredCheck`` are one grading run; a regrade adds a new ``Result`` and
   keeps the old one, each with its ``grader_version``.
 """
 from __future__ import annotations
@@ -234,11 +234,12 @@ class Result(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
     submission: Mapped[Submission] = relationship(back_populates="results")
-    checks: Mapped[list[CheckResult]] = relationship(
-        back_populates="result", order_by="CheckResult.position", cascade="all, delete-orphan")
+    checks: Mapped[list[StoredCheck]] = relationship(
+        back_populates="result", order_by="StoredCheck.position", cascade="all, delete-orphan")
 
 
-class CheckResult(Base):
+class StoredCheck(Base):
+    """One check's verdict within a ``Result`` (the grader's ``CheckResult``, as stored)."""
     __tablename__ = "check_results"
     id: Mapped[int] = mapped_column(primary_key=True)
     result_id: Mapped[int] = mapped_column(ForeignKey("results.id", ondelete="CASCADE"), index=True)

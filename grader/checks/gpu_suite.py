@@ -1,7 +1,7 @@
 """The GPU suite for the sdpa task: half-precision accuracy, and speed (reported, never graded).
 
 ``run_gpu_suite(session, device)`` calls the student's ``scaled_dot_product_attention``
-through an open sandbox ``Session`` (made with ``device=device``: the child moves the inputs
+through an open sandbox ``SandboxSession`` (made with ``device=device``: the child moves the inputs
 there) and returns check dicts in the grade report's shape (``id``, ``passed``, ``points``,
 ``max_points``, ``message``, ``details``):
 

@@ -1,7 +1,7 @@
 """The grader's side of the fork server: a lazily started, shared, self-healing zygote.
 
 One zygote per grader process (per kind: with or without the bubblewrap wall, with
-or without GPU devices) serves every ``Session`` of that process, from any thread.
+or without GPU devices) serves every ``SandboxSession`` of that process, from any thread.
 A dead zygote is restarted on the next request; a forked grader process starts its
 own. Each run gets its own cgroup, slot uid and pipes; ``StrictChild`` owns them and
 tears everything down in ``kill``.
@@ -138,6 +138,16 @@ def get_zygote(wall: bool, gpu: bool, limits: Limits) -> Zygote:
         return z
 
 
+def warm_pool_for(key, make):
+    """This process's warm pool for ``key``, made by ``make()`` on first use; ``shutdown``
+    closes them, and a forked grader starts without its parent's."""
+    with _registry_lock:
+        pool = _warm_pools.get(key)
+        if pool is None:
+            pool = _warm_pools[key] = make()
+        return pool
+
+
 def _probe(z: Zygote, limits: Limits) -> None:
     """A first child proves every layer works on this host before any student relies on it."""
     child = StrictChild(z, limits, "cpu", None)
@@ -269,7 +279,7 @@ class StrictChild:
         if not answer.get("ok"):
             raise SandboxUnavailable(f"the pre-warmed worker refused the submission: {answer}")
 
-    # -- the interface Session uses ----------------------------------------------------
+    # -- the interface SandboxSession uses ----------------------------------------------------
     def path_of(self, host_path: str) -> str:
         return policy.SUBMISSION_DIR + "/" + os.path.basename(host_path)
 

@@ -91,12 +91,12 @@ class WarmPool:
 
 def warm_pool(wall: bool, gpu: bool, limits: Limits, device: str) -> WarmPool:
     key = (wall, gpu, device, astuple(limits))
-    with forkserver._registry_lock:
-        pool = forkserver._warm_pools.get(key)
-        if pool is None:
-            size = settings.value("SANDBOX_WARM_WORKERS")
-            pool = forkserver._warm_pools[key] = WarmPool(wall, gpu, limits, device, max(1, size))
-    return pool
+
+    def make() -> WarmPool:
+        size = settings.value("SANDBOX_WARM_WORKERS")
+        return WarmPool(wall, gpu, limits, device, max(1, size))
+
+    return forkserver.warm_pool_for(key, make)
 
 
 

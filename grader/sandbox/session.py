@@ -1,7 +1,7 @@
 """A conversation with one sandboxed student process.
 
 The trusted parent owns the inputs and the comparison; the child only runs the
-student's function. ``Session`` hides how the child was made (see ``backends``): the
+student's function. ``SandboxSession`` hides how the child was made (see ``backends``): the
 checks ask it to ``call`` the function and get plain tensors back, and a child
 that dies is replaced, so one crash costs one check, not the whole grade.
 """
@@ -79,7 +79,7 @@ class LoadResult:
     blocked: list = field(default_factory=list)
 
 
-class Session:
+class SandboxSession:
     """Load ``source`` in a sandboxed child and call ``function`` in it.
 
     Use as a context manager. ``level`` is ``strict``, ``auto`` or ``none``;
@@ -111,7 +111,7 @@ class Session:
         self.protocol_violations: list[str] = []
 
     # -- lifecycle -------------------------------------------------------------------
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> "SandboxSession":
         return self
 
     def __exit__(self, *exc) -> None:

@@ -1,9 +1,21 @@
-"""Job dispatch: the database is the truth, a queue only delivers job ids.
+"""Job dispatch: the database is the queue; a broker, if any, only rings the doorbell.
+
+Every job is a ``grading_jobs`` row. Workers claim rows with a conditional update, hold them
+under a renewed lease and store the result fenced by the attempt number; retries (the job's
+``attempts``), time limits (the lease, MAX_GRADE_SECONDS) and lost-job recovery (the
+reconciler) are all decided there, the same with or without a broker. A notification carries
+only a job id and says "claim this one now"; losing one costs a delay, never a job.
 
 - ``claim``: claim a job with a conditional update, renew its lease, write the result fenced
-  by the attempt number.
-- ``worker``: a grading worker process (polls the database, or consumes Dramatiq messages).
+  by the attempt number; ``run_device``, the torch device of a job's queue.
+- ``worker``: a grading worker process (claims from the database when woken or on its
+  re-check, or when a Dramatiq message names a job).
 - ``reconciler``: re-notifies lost or stale jobs, fails jobs that lost their host too often.
-- ``broker``: how the web app notifies workers (nothing to do when they poll; Dramatiq on Redis).
+- ``broker``: the doorbell: nothing but a local wake-up when workers poll; Dramatiq messages
+  carrying the job id on Redis or RabbitMQ.
 - ``supervisor``: starts and restarts worker processes for ``serve`` and ``worker``.
+- ``wakeup``: datagram wake-ups on one host (and through Redis across hosts) for idle
+  workers and for web requests waiting on a result.
+
+Regrades go through the same queue: ``web.services.regrade`` puts jobs back to ``queued``.
 """

@@ -1,11 +1,18 @@
-"""Notifying workers that a job is waiting.
+"""Notifying workers that a job is waiting: the doorbell beside the database queue.
 
-Without a broker the workers claim from the database; ``DatabaseDispatcher`` only wakes the
-idle ones on this host at once (``wakeup``) instead of leaving them to their next re-check.
-With ``ATTN_GRADER_BROKER_URL=redis://...`` (or ``amqp://...`` for RabbitMQ) job ids travel
-through Dramatiq to ``attn-grader worker`` processes on any host (``DramatiqDispatcher``); the
-message carries only the id, and the worker claims the job with the same fenced code, so a
-duplicate or late message is harmless. ``stub://`` uses Dramatiq's in-memory StubBroker.
+The database is the queue (``claim``); a notification only wakes a worker to claim a job
+sooner. Without a broker the workers claim from the database by themselves, and
+``DatabaseDispatcher`` wakes the idle ones on this host at once (``wakeup``) instead of
+leaving them to their next re-check. With ``ATTN_GRADER_BROKER_URL=redis://...`` (or
+``amqp://...`` for RabbitMQ) job ids travel through Dramatiq to ``attn-grader worker``
+processes on any host (``DramatiqDispatcher``). A message carries only the id; the worker
+claims the job with the same fenced code, so a duplicate or late message is harmless and a
+lost one is re-sent by the reconciler. ``stub://`` uses Dramatiq's in-memory StubBroker.
+
+The sending side (the web app, the reconciler, ``attn-grader regrade``) enqueues a
+``dramatiq.Message`` for the actor by name, as Dramatiq's API allows for actors declared in
+another process; only a worker declares the actors (``declare_actors``), bound to its own
+``GradingWorker.handle_message``.
 """
 from __future__ import annotations
 
@@ -14,10 +21,16 @@ import logging
 import dramatiq
 
 log = logging.getLogger(__name__)
-ACTOR_PREFIX = "grade_job"
-# Dramatiq's own retries would re-run a job outside our claim accounting; infrastructure
-# retries are the job's ``attempts``, and student crashes are results, not retries.
-ACTOR_OPTIONS = {"max_retries": 0, "time_limit": 3_600_000}
+QUEUES = ("cpu", "gpu")
+# Retries and time limits are the job's own (``attempts``/``max_attempts``, the lease, and
+# MAX_GRADE_SECONDS in the worker); Dramatiq's would re-run a job outside that accounting or
+# interrupt a grading run, so they are kept out of the way: no retries, and a time limit
+# twice the worker's own (which ends a stuck run first: the worker process exits).
+NO_RETRIES = {"max_retries": 0}
+
+
+def actor_name(queue: str) -> str:
+    return f"grade_job_{queue}"
 
 
 class DatabaseDispatcher:
@@ -40,11 +53,13 @@ class DramatiqDispatcher:
 
     def __init__(self, broker: dramatiq.Broker):
         self.broker = broker
-        self.actors = declare_actors(broker)
+        for queue in QUEUES:
+            broker.declare_queue(queue)
 
     def notify(self, jobs) -> None:
         for job_id, queue in jobs:
-            self.actors[queue].send(int(job_id))
+            self.broker.enqueue(dramatiq.Message(queue_name=queue, actor_name=actor_name(queue),
+                                                 args=(int(job_id),), kwargs={}, options={}))
 
 
 def make_broker(url: str, namespace: str = "attn_grader") -> dramatiq.Broker:
@@ -63,32 +78,11 @@ def make_broker(url: str, namespace: str = "attn_grader") -> dramatiq.Broker:
     raise ValueError(f"ATTN_GRADER_BROKER_URL={url!r}: expected redis://, amqp:// or stub://")
 
 
-_job_handler = None  # set by the worker process: callable(job_id) -> None
-
-
-def set_job_handler(handler) -> None:
-    global _job_handler
-    _job_handler = handler
-
-
-def _handle(job_id: int) -> None:
-    if _job_handler is None:
-        raise RuntimeError("this process has no grading worker set up (set_job_handler)")
-    _job_handler(job_id)
-
-
-def declare_actors(broker: dramatiq.Broker) -> dict:
-    """One actor per queue, bound to ``broker`` (idempotent)."""
-    actors = {}
-    for queue in ("cpu", "gpu"):
-        name = f"{ACTOR_PREFIX}_{queue}"
-        if name in broker.actors:
-            actors[queue] = broker.get_actor(name)
-        else:
-            actors[queue] = dramatiq.Actor(_handle, broker=broker, actor_name=name,
-                                           queue_name=queue, priority=0,
-                                           options=dict(ACTOR_OPTIONS))
-    return actors
+def declare_actors(broker: dramatiq.Broker, handle_job, max_grade_seconds: float) -> None:
+    """The worker's side: one actor per queue on ``broker``, each calling ``handle_job(job_id)``."""
+    for queue in QUEUES:
+        dramatiq.actor(handle_job, broker=broker, actor_name=actor_name(queue), queue_name=queue,
+                       time_limit=int(2_000 * max_grade_seconds), **NO_RETRIES)
 
 
 _dispatchers: dict = {}

@@ -19,7 +19,7 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.engine import Engine
 
 from ..db import write_session, writing
-from ..models import Assignment, GradingJob, QuizAnswer, QuizAttempt, QuizTry, Submission, utcnow
+from ..models import GradingJob, QuizAnswer, QuizAttempt, QuizTry, Submission, utcnow
 
 J = GradingJob
 
@@ -34,13 +34,18 @@ class Claim:
     queue: str
     task_id: str
     code: str
-    device: str
+    device: str  # the torch device the run uses (``run_device``)
     worker: str
     # a quiz code answer: the try, and the variant it is graded on
     quiz_try_id: int | None = None
     question_id: str | None = None
     seed: int | None = None
     lang: str = "en"
+
+
+def run_device(queue: str) -> str:
+    """The torch device a job on ``queue`` is graded on: the gpu queue's workers own a GPU."""
+    return "cuda" if queue == "gpu" else "cpu"
 
 
 def _claimable(now):
@@ -65,18 +70,17 @@ def _take(conn, job_condition, worker: str, lease_seconds: float, now) -> Claim 
             .where(QuizTry.id == row.quiz_try_id)).one()
         return Claim(job_id=row.id, submission_id=None, attempt=row.attempts,
                      max_attempts=row.max_attempts, queue=row.queue,
-                     task_id=f"quiz:{answer.question_id}", code=answer.answer, device="cpu",
+                     task_id=f"quiz:{answer.question_id}", code=answer.answer,
+                     device=run_device(row.queue),
                      worker=worker, quiz_try_id=row.quiz_try_id,
                      question_id=answer.question_id, seed=answer.seed, lang=answer.lang)
-    sub = conn.execute(
-        select(Submission.task_id, Submission.code, Assignment.device)
-        .join(Assignment, Assignment.id == Submission.assignment_id)
-        .where(Submission.id == row.submission_id)).one()
+    sub = conn.execute(select(Submission.task_id, Submission.code)
+                       .where(Submission.id == row.submission_id)).one()
     conn.execute(update(Submission).where(Submission.id == row.submission_id)
                  .values(status="running"))
     return Claim(job_id=row.id, submission_id=row.submission_id, attempt=row.attempts,
                  max_attempts=row.max_attempts, queue=row.queue, task_id=sub.task_id,
-                 code=sub.code, device=sub.device, worker=worker)
+                 code=sub.code, device=run_device(row.queue), worker=worker)
 
 
 def claim_next(engine: Engine, worker: str, queues=("cpu",), lease_seconds: float = 60.0,
@@ -111,7 +115,9 @@ def renew_lease(engine: Engine, claim: Claim, lease_seconds: float, now=None) ->
 
 
 def finish(engine: Engine, claim: Claim, report: dict, now=None) -> bool:
-    """Store the grading result if ``claim`` is still the job's current attempt.
+    """Store the grading result (a JSON-safe dict, ``report_to_dict``) if ``claim`` is still
+    the job's current attempt. A submission's first result is of kind "grade", every later
+    one (the job was queued again: ``services.regrade``) of kind "regrade".
 
     A job the reconciler failed while this worker was merely slow still takes the result:
     a real grade is better than "grading host lost". Returns False for a stale attempt,
@@ -133,7 +139,8 @@ def finish(engine: Engine, claim: Claim, report: dict, now=None) -> bool:
             record_quiz_result(session, claim.quiz_try_id, report, now)
             return True
         submission = session.get(Submission, claim.submission_id)
-        record_result(session, submission, report, kind="grade", job_attempt=claim.attempt,
+        kind = "regrade" if submission.results else "grade"
+        record_result(session, submission, report, kind=kind, job_attempt=claim.attempt,
                       worker=claim.worker, now=now)
         return True
 

@@ -86,11 +86,10 @@ class GradingWorker:
                     claim.question_id, claim.seed, claim.code, claim.lang,
                     sandbox=self.config["SANDBOX"]))
             else:
-                device = "cuda" if claim.queue == "gpu" else "cpu"
-                report = self.grade_fn(claim.code, claim.task_id,
-                                       sandbox=self.config["SANDBOX"], device=device,
-                                       server_seed=grading_seed(self.config, claim.task_id, claim.code))
-                data = report_to_dict(report)
+                data = report_to_dict(self.grade_fn(
+                    claim.code, claim.task_id, sandbox=self.config["SANDBOX"],
+                    device=claim.device,
+                    server_seed=grading_seed(self.config, claim.task_id, claim.code)))
         except Exception as exc:  # the grader itself failed: not the student's fault
             log.error("job %s attempt %s: grader error\n%s", claim.job_id, claim.attempt,
                       traceback.format_exc())
@@ -183,22 +182,24 @@ class GradingWorker:
     def run_dramatiq(self, queues, stop: threading.Event) -> None:
         import dramatiq
 
-        from .broker import make_dispatcher, set_job_handler
+        from .broker import declare_actors, make_broker
 
-        dispatcher = make_dispatcher(self.config)
-        set_job_handler(self.handle_message)
+        # Its own broker, declaring the actors once: this process consumes, it sends nothing.
+        broker = make_broker(self.config["BROKER_URL"], self.config.get("BROKER_NAMESPACE"))
+        declare_actors(broker, self.handle_message, self.max_grade_seconds)
         # An idle Redis consumer sleeps between fetches, backing off up to worker_timeout
         # (1 s by default): a job queued on an idle service waited for that. It also sleeps
         # so while its prefetch is full, which is why the prefetch stays at two: the next
         # job is then already here when one ends (measured: one job at a time lost a fifth
         # of a burst's throughput to those sleeps).
-        worker = dramatiq.Worker(dispatcher.broker, queues=set(queues), worker_threads=1,
+        worker = dramatiq.Worker(broker, queues=set(queues), worker_threads=1,
                                  worker_timeout=DRAMATIQ_IDLE_MS)
         worker.start()
         try:
             stop.wait()
         finally:
             worker.stop()
+            broker.close()
 
 
 def _watch_parent(parent: int, stop: threading.Event, wake=lambda: None) -> None:

@@ -12,6 +12,7 @@ from ..services.users import find_user
 from ..services.submissions import SubmissionRejected, submission_view
 from . import charts
 from ..services import family_points
+from ..services import regrade as regrade_service  # the view named regrade is the page
 from .forms import (ActionForm, AssignmentSettingsForm, ExtensionForm, ManualGradeForm,
                     OverrideScoreForm, answer_form, options)
 from .helpers import db, highlight_python, instructor_required
@@ -150,7 +151,9 @@ def regrade_assignment(slug: str):
             button=f"Regrade {len(ids)} submission(s)",
             back=url_for("instructor.assignment", slug=slug))
     if form.validate_on_submit():
-        count = review.requeue_assignment(db(), item, state().dispatcher)
+        plan = regrade_service.queue_regrades(db(), regrade_service.assignment_submissions(db(), item),
+                                              state().dispatcher)
+        count = sum(1 for queued in plan if queued.skipped is None)
         flash(f"{count} submission(s) of {item.title} queued for grading with the current grader; "
               "scores overridden by hand are kept.", "success")
     return redirect(url_for("instructor.assignment", slug=slug))
@@ -213,10 +216,9 @@ def regrade(submission_id: int):
     if sub is None:
         abort(404)
     if ActionForm().validate_on_submit():
-        try:
-            review.requeue_submission(db(), sub, state().dispatcher)
-        except ValueError as exc:
-            flash(f"Not regraded: {exc}.", "error")
+        reason = regrade_service.queue_regrades(db(), [sub], state().dispatcher)[0].skipped
+        if reason:
+            flash(f"Not regraded: {reason}.", "error")
         else:
             flash(f"Submission #{sub.id} is queued for grading again.", "success")
     return redirect(url_for("instructor.submission", submission_id=sub.id))

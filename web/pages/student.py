@@ -6,7 +6,7 @@ from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redi
 from flask_babel import gettext
 from flask_login import current_user, login_required
 
-from ..extensions import state
+from ..extensions import state, submit_code
 from ..services import courses, grading, progress, submissions, waiting
 from . import charts
 from .forms import ActionForm, SubmissionForm
@@ -59,12 +59,8 @@ def task(slug: str):
         upload = form.upload.data
         code = upload.read() if upload else form.code.data
         filename = (upload.filename if upload else "") or "submission.py"
-        config = current_app.config
         try:
-            sub = submissions.submit(session, current_user, assignment, code, filename=filename,
-                                     dispatcher=state().dispatcher,
-                                     max_bytes=config["MAX_SUBMISSION_BYTES"],
-                                     max_attempts=config["MAX_ATTEMPTS"])
+            sub = submit_code(current_user, assignment, code, filename)
         except submissions.SubmissionRejected as exc:
             session.rollback()
             flash(gettext("Not submitted: %(reason)s", reason=exc.message), "error")

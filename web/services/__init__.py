@@ -6,6 +6,6 @@
 - ``courses``: the default course and its assignments.
 - ``users``: ``add_user``, ``find_user``.
 - ``quizzes``: attempts, answers graded by the question bank, manual grades.
-- ``regrade``: preview and apply a regrade with the current grader.
+- ``regrade``: ``queue_regrades`` (the one regrade path: jobs back on the queue), ``plan_regrades``.
 - ``demo``: ``seed_demo`` for ``make run``.
 """

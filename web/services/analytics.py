@@ -19,7 +19,7 @@ import numpy as np
 from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session, selectinload
 
-from ..models import (Assignment, CheckResult, Course, GradingJob, QuizAnswer, QuizAttempt,
+from ..models import (Assignment, StoredCheck, Course, GradingJob, QuizAnswer, QuizAttempt,
                       QuizTry, Result, Submission, utcnow)
 from .csv_export import csv_text
 from .scores import scores_table
@@ -113,25 +113,25 @@ def check_failure_rates(session: Session, assignment: Assignment) -> list[dict]:
                       .group_by(Result.submission_id))
     newest_subs = select(func.max(Submission.id)).where(done).group_by(Submission.user_id)
     is_latest = Result.submission_id.in_(newest_subs)
-    failed = CheckResult.passed.is_(False)
+    failed = StoredCheck.passed.is_(False)
     # A check skipped because the file did not load was not run: neither a failure nor a pass.
-    ran = ~CheckResult.message.like(SKIPPED_PREFIX + "%")
+    ran = ~StoredCheck.message.like(SKIPPED_PREFIX + "%")
 
     def counted(*columns):
-        return (select(*columns).join(Result, Result.id == CheckResult.result_id)
-                .where(CheckResult.result_id.in_(newest_results), ran))
+        return (select(*columns).join(Result, Result.id == StoredCheck.result_id)
+                .where(StoredCheck.result_id.in_(newest_results), ran))
 
     rows = session.execute(counted(
-        CheckResult.check_id, func.count(), func.sum(case((failed, 1), else_=0)),
+        StoredCheck.check_id, func.count(), func.sum(case((failed, 1), else_=0)),
         func.sum(case((is_latest, 1), else_=0)),
         func.sum(case((and_(is_latest, failed), 1), else_=0)),
-        func.min(CheckResult.position), func.max(CheckResult.max_points))
-        .group_by(CheckResult.check_id)).all()
+        func.min(StoredCheck.position), func.max(StoredCheck.max_points))
+        .group_by(StoredCheck.check_id)).all()
     messages: dict[str, Counter] = defaultdict(Counter)
     for check_id, message, n in session.execute(counted(
-            CheckResult.check_id, CheckResult.message, func.count())
-            .where(failed, CheckResult.message != "")
-            .group_by(CheckResult.check_id, CheckResult.message)):
+            StoredCheck.check_id, StoredCheck.message, func.count())
+            .where(failed, StoredCheck.message != "")
+            .group_by(StoredCheck.check_id, StoredCheck.message)):
         messages[check_id][mistake(message)] += n
     out = []
     for check_id, total_all, failed_all, students, failed_latest, order, max_points in rows:

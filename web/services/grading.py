@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import importlib
-import math
 
 from sqlalchemy.orm import Session
 
 from sqlalchemy import func, select
 
-from ..models import CheckResult, ManualGrade, Result, Submission, utcnow
+from grader.jsonsafe import json_safe
+
+from ..models import StoredCheck, ManualGrade, Result, Submission, utcnow
 
 
 def load_grade_function(spec: str = "grader.grading:grade_source"):
@@ -39,19 +40,10 @@ def grading_seed(config: dict, task_id: str, code: str) -> int:
 
 
 def report_to_dict(report) -> dict:
-    """A ``GradeReport`` (or a dict) as strict JSON: NaN and infinities become strings."""
+    """A ``GradeReport`` (or a dict) as strict JSON: NaN and infinities become strings
+    (PostgreSQL's JSON rejects the bare tokens). The worker calls it once per run."""
     data = report.to_dict() if hasattr(report, "to_dict") else dict(report)
-    return _json_safe(data)
-
-
-def _json_safe(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)  # "nan", "inf": PostgreSQL's JSON rejects the bare tokens
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
+    return json_safe(data)
 
 
 def error_text(error) -> str | None:
@@ -72,11 +64,11 @@ def effective_score(submission: Submission, score: float) -> float:
     return score
 
 
-def record_result(session: Session, submission: Submission, report, *, kind: str = "grade",
+def record_result(session: Session, submission: Submission, data: dict, *, kind: str = "grade",
                   job_attempt: int | None = None, worker: str | None = None,
                   now=None) -> Result:
-    """Add a Result with one CheckResult per check; the submission mirrors it as current."""
-    data = report_to_dict(report)
+    """Add a Result with one stored check per check of ``data`` (a report as
+    ``report_to_dict`` gives it); the submission mirrors it as current."""
     family_points = submission.assignment.family_points  # read before the Result joins the session
     result = Result(
         submission=submission, kind=kind, job_attempt=job_attempt, worker=worker,
@@ -86,7 +78,7 @@ def record_result(session: Session, submission: Submission, report, *, kind: str
         sandbox=str(data["sandbox"]) if data.get("sandbox") else None,
         report=data, created_at=now or utcnow())
     for position, check in enumerate(data.get("checks") or []):
-        result.checks.append(CheckResult(
+        result.checks.append(StoredCheck(
             position=position, check_id=str(check.get("id", position)),
             passed=bool(check.get("passed")), points=float(check.get("points") or 0.0),
             max_points=float(check.get("max_points") or 0.0),

@@ -1,71 +1,104 @@
-"""Regrading an assignment with the current grader: preview the changes, then apply them.
+"""Regrading: submissions go back on the job queue and the workers grade them again.
 
-Every submission of the assignment is graded again (in parallel threads; each grade runs
-in its own sandbox process). Applying adds a new ``Result`` of kind "regrade" with the new
-grader version; the earlier results stay in the database.
+The one regrade path, for the instructor pages and ``attn-grader regrade`` alike:
+``queue_regrades`` puts each submission's job back to ``queued`` with a fresh budget of claims
+(one transaction), then notifies the workers. A worker claims the job with the same lease and
+fence as a first grade (``web.dispatch.claim``) and stores a ``Result`` of kind "regrade"; the
+earlier results stay on record and an instructor's override stays the score
+(``grading.record_result``). A worker that dies mid-regrade is handled as for any job: the
+lease expires, another worker takes it, and the reconciler fails it once its claims run out.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import time
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from ..models import Assignment, Submission
-from .grading import effective_score, grading_seed, latest_override, record_result, report_to_dict
+from ..models import Assignment, GradingJob, Submission, utcnow
+from .grading import latest_override
+
+RETRY_BUDGET = 3  # claims a regrade may use, as for a new submission
+FINISHED = ("done", "failed")
 
 
-@dataclass
-class RegradeChange:
+@dataclass(frozen=True)
+class Regrade:
+    """One submission to grade again, with what it stood at before."""
     submission_id: int
+    job_id: int | None
     email: str
     old_score: float | None
-    new_score: float
-    max_score: float
     old_version: str | None
-    new_version: str
-    report: dict
-
-    @property
-    def changed(self) -> bool:
-        return self.old_score is None or abs(self.new_score - self.old_score) > 1e-9
+    overridden: bool
+    skipped: str | None  # why it is not queued (None: it is)
 
 
-def plan_regrade(session: Session, assignment: Assignment, grade_fn, *, config: dict, sandbox: str = "auto",
-                 jobs: int = 2, progress=None) -> list[RegradeChange]:
-    """Grade every submission again without storing anything."""
-    subs = session.scalars(select(Submission).where(Submission.assignment_id == assignment.id)
-                           .order_by(Submission.id)).all()
-    device = "cuda" if assignment.queue == "gpu" else "cpu"
-
-    def grade(sub: Submission) -> RegradeChange:
-        data = report_to_dict(grade_fn(sub.code, sub.task_id, sandbox=sandbox, device=device,
-                                       server_seed=grading_seed(config, sub.task_id, sub.code)))
-        override = overrides[sub.id]  # record_result keeps it: the plan shows what is stored
-        change = RegradeChange(
-            submission_id=sub.id, email=sub.user.email, old_score=sub.score,
-            new_score=override.points if override is not None
-            else effective_score(sub, float(data.get("score") or 0.0)),
-            max_score=float(data.get("max_score") or 0.0), old_version=sub.grader_version,
-            new_version=str(data.get("grader_version") or "unknown"), report=data)
-        if progress:
-            progress(change)
-        return change
-
-    overrides = {sub.id: latest_override(session, sub) for sub in subs}
-    for sub in subs:  # load lazy attributes here, not in the worker threads
-        _ = sub.user.email, sub.assignment.late_policy
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(grade, subs))
+def assignment_submissions(session: Session, assignment: Assignment) -> list[Submission]:
+    return list(session.scalars(select(Submission).where(Submission.assignment_id == assignment.id)
+                                .order_by(Submission.id)))
 
 
-def apply_regrade(session: Session, changes: list[RegradeChange]) -> int:
-    """Store the planned results (all of them: each records the grader version); commit."""
-    for change in changes:
-        submission = session.get(Submission, change.submission_id)
-        record_result(session, submission, change.report, kind="regrade")
-        if submission.job is not None and submission.job.status != "done":
-            submission.job.status, submission.job.error = "done", None
-    session.commit()
-    return len(changes)
+def why_not_regradable(submission: Submission) -> str | None:
+    """None if the submission can be queued again; else the reason, as a phrase."""
+    job = submission.job
+    if job is None:
+        return f"submission {submission.id} has no grading job"
+    if job.status not in FINISHED:  # its grading is under way: that run is the current grader's
+        return f"submission {submission.id} is already {job.status}"
+    return None
+
+
+def plan_regrades(session: Session, submissions: list[Submission]) -> list[Regrade]:
+    """What ``queue_regrades`` would do, storing nothing (the CLI's ``--dry-run``)."""
+    return [Regrade(submission_id=sub.id, job_id=sub.job.id if sub.job else None,
+                    email=sub.user.email, old_score=sub.score, old_version=sub.grader_version,
+                    overridden=latest_override(session, sub) is not None,
+                    skipped=why_not_regradable(sub))
+            for sub in submissions]
+
+
+def queue_regrades(session: Session, submissions: list[Submission], dispatcher=None,
+                   now=None) -> list[Regrade]:
+    """Queue every finished submission of ``submissions`` for grading again; commit, then
+    notify ``dispatcher``. Returns the plan: skipped ones (queued or running already) say why."""
+    now = now or utcnow()
+    plan = plan_regrades(session, submissions)
+    jobs = [sub.job for sub, item in zip(submissions, plan) if item.skipped is None]
+    for job in jobs:
+        _requeue(job, now)
+    session.commit()  # the truth first, then the delivery (the reconciler re-sends lost ones)
+    if dispatcher is not None and jobs:
+        dispatcher.notify([(job.id, job.queue) for job in jobs])
+    return plan
+
+
+def _requeue(job: GradingJob, now) -> None:
+    """Back to ``queued`` with a fresh budget of claims.
+
+    ``attempts`` keeps counting up: it is the fencing token, so a worker still holding an
+    old attempt can never match the new run's.
+    """
+    job.max_attempts = job.attempts + RETRY_BUDGET
+    job.status, job.error, job.worker, job.lease_until = "queued", None, None, None
+    job.queued_at, job.notified_at, job.started_at, job.finished_at = now, now, None, None
+    job.submission.status = "queued"
+
+
+def wait_for_jobs(session_maker, job_ids: list[int], timeout: float, progress=None,
+                  interval: float = 0.5) -> bool:
+    """Wait until every job is done or failed (or ``timeout`` s pass); returns whether all
+    finished. ``progress(finished_count)`` is called after each look at the database."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with session_maker() as session:
+            finished = session.scalar(select(func.count(GradingJob.id)).where(
+                GradingJob.id.in_(job_ids), GradingJob.status.in_(FINISHED)))
+        if progress is not None:
+            progress(finished)
+        if finished == len(job_ids):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
