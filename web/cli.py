@@ -13,14 +13,14 @@ from .config import load_config
 from .db import DatabaseNotMigrated, check_migrated, get_engine, session_factory
 
 
-def _config() -> dict:
+def cli_config() -> dict:
     try:
         return load_config()
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
 
 
-def _migrated_engine(config: dict):
+def migrated_engine(config: dict):
     engine = get_engine(config["DATABASE_URL"])
     try:
         check_migrated(engine)
@@ -29,8 +29,8 @@ def _migrated_engine(config: dict):
     return engine
 
 
-def _session(config: dict):
-    return session_factory(_migrated_engine(config))()
+def cli_session(config: dict):
+    return session_factory(migrated_engine(config))()
 
 
 def _logging(level: str = "INFO") -> None:
@@ -80,8 +80,8 @@ def serve(host, port, workers, threads, demo):
     from .services.demo import load_demo_credentials, seed_demo
 
     _logging("WARNING")
-    config = _config()
-    engine = _migrated_engine(config)
+    config = cli_config()
+    engine = migrated_engine(config)
     accounts = None
     if config["SEED_DEMO"] if demo is None else demo:
         with session_factory(engine)() as session:
@@ -142,8 +142,8 @@ def worker(queues, processes, gpus, reconcile):
     from .dispatch.supervisor import Supervisor, worker_specs
 
     _logging()
-    config = _config()
-    _migrated_engine(config)
+    config = cli_config()
+    migrated_engine(config)
     _sandbox_preflight(config)
     wanted = {q.strip() for q in queues.split(",") if q.strip()}
     unknown = wanted - {"cpu", "gpu"}
@@ -177,8 +177,8 @@ def reconcile(loop):
     from .dispatch.broker import make_dispatcher
     from .dispatch.reconciler import reconcile as run
 
-    config = _config()
-    engine = _migrated_engine(config)
+    config = cli_config()
+    engine = migrated_engine(config)
     dispatcher = make_dispatcher(config)
     while True:
         report = run(engine, dispatcher, queued_stale_seconds=config["QUEUED_STALE_SECONDS"])
@@ -202,7 +202,7 @@ def upgrade(revision):
     """Apply migrations up to REVISION (default: the newest)."""
     from .db import current_revision, upgrade as run_upgrade
 
-    config = _config()
+    config = cli_config()
     run_upgrade(config["DATABASE_URL"], revision)
     engine = get_engine(config["DATABASE_URL"])
     click.echo(f"database {engine.url.render_as_string(hide_password=True)} "
@@ -217,7 +217,7 @@ def downgrade(revision):
 
     from .db import alembic_config
 
-    command.downgrade(alembic_config(_config()["DATABASE_URL"]), revision)
+    command.downgrade(alembic_config(cli_config()["DATABASE_URL"]), revision)
     click.echo(f"downgraded to {revision}")
 
 
@@ -226,7 +226,7 @@ def current():
     """Show the database's revision and the code's."""
     from .db import current_revision, head_revision
 
-    engine = get_engine(_config()["DATABASE_URL"])
+    engine = get_engine(cli_config()["DATABASE_URL"])
     have, want = current_revision(engine), head_revision()
     click.echo(f"database: {have or '(empty)'}; code: {want}"
                + ("" if have == want else "  -> run `attn-grader db upgrade`"))
@@ -240,7 +240,7 @@ def revision(message):
 
     from .db import alembic_config
 
-    command.revision(alembic_config(_config()["DATABASE_URL"]), message=message,
+    command.revision(alembic_config(cli_config()["DATABASE_URL"]), message=message,
                      autogenerate=True)
 
 
@@ -263,7 +263,7 @@ def users_add(email, role, name, password_stdin):
     from .services.users import add_user
 
     password = sys.stdin.readline().rstrip("\r\n") if password_stdin else None
-    with _session(_config()) as session:
+    with cli_session(cli_config()) as session:
         ensure_default_course(session)
         try:
             user = add_user(session, email, role, password, name=name)
@@ -282,7 +282,7 @@ def users_token(email, label):
     from .auth import issue_token
     from .services.users import find_user
 
-    with _session(_config()) as session:
+    with cli_session(cli_config()) as session:
         user = find_user(session, email)
         if user is None:
             raise click.ClickException(f"no user {email}; add one with `attn-grader users add`")
@@ -298,7 +298,7 @@ def users_password(email):
     from .services.users import find_user, set_password
 
     password = sys.stdin.readline().rstrip("\r\n")
-    with _session(_config()) as session:
+    with cli_session(cli_config()) as session:
         user = find_user(session, email)
         if user is None:
             raise click.ClickException(f"no user {email}")
@@ -317,7 +317,7 @@ def users_revoke(email):
     from .auth import revoke_tokens
     from .services.users import find_user
 
-    with _session(_config()) as session:
+    with cli_session(cli_config()) as session:
         user = find_user(session, email)
         if user is None:
             raise click.ClickException(f"no user {email}")
@@ -333,7 +333,7 @@ def users_list():
 
     from .models import User
 
-    with _session(_config()) as session:
+    with cli_session(cli_config()) as session:
         for user in session.scalars(select(User).order_by(User.role, User.email)):
             flags = "" if user.is_active else " (inactive)"
             click.echo(f"{user.role:10} {user.email}{flags}")

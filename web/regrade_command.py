@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from .cli import _config, _migrated_engine
+from .cli import cli_config, migrated_engine
 from .db import session_factory, writing
 
 
@@ -27,8 +27,8 @@ def regrade(assignment_ref, submission_id, dry_run, yes, wait, timeout):
 
     if (assignment_ref is None) == (submission_id is None):
         raise click.UsageError("give --assignment or --submission")
-    config = _config()
-    engine = _migrated_engine(config)
+    config = cli_config()
+    engine = migrated_engine(config)
     with session_factory(engine)() as session:  # a read: nothing is held while the user decides
         plan = plan_regrades(session, _chosen(session, assignment_ref, submission_id))
         for item in plan:

@@ -8,7 +8,7 @@ import time
 
 import click
 
-from ..cli import _config, _logging, _session
+from ..cli import cli_config, _logging, cli_session
 
 
 def _platform(session, ref):
@@ -63,7 +63,7 @@ def platforms_add(deployment_ids, course_slug, **fields):
     from ..models import Course
     from .platforms import RegistrationError, add_platform
 
-    with _session(_config()) as session:
+    with cli_session(cli_config()) as session:
         course = None
         if course_slug:
             course = session.scalar(select(Course).where(Course.slug == course_slug))
@@ -84,7 +84,7 @@ def platforms_list(as_json):
     """The registered platforms."""
     from .platforms import list_platforms
 
-    with _session(_config()) as session:
+    with cli_session(cli_config()) as session:
         rows = [{"id": p.id, "name": p.name, "issuer": p.issuer, "client_id": p.client_id,
                  "deployment_ids": p.deployment_ids, "login_url": p.auth_login_url,
                  "token_url": p.auth_token_url, "jwks_url": p.key_set_url}
@@ -107,7 +107,7 @@ def platforms_deployments(platform, deployment_ids):
     """Set a platform's accepted deployment ids (none: accept any)."""
     from .platforms import set_deployments
 
-    with _session(_config()) as session:
+    with cli_session(cli_config()) as session:
         row = _platform(session, platform)
         set_deployments(session, row, list(deployment_ids))
         session.commit()
@@ -121,7 +121,7 @@ def platforms_remove(platform, yes):
     """Remove a platform; its launches stop working, its users' accounts stay."""
     from .platforms import remove_platform
 
-    with _session(_config()) as session:
+    with cli_session(cli_config()) as session:
         row = _platform(session, platform)
         if not yes:
             click.confirm(f"remove platform {row.id} ({row.name})?", abort=True)
@@ -136,7 +136,7 @@ def jwks(rotate):
     """Print the tool's public keys (what /lti/jwks serves)."""
     from .keys import jwks as public_keys, rotate_key
 
-    with _session(_config()) as session:
+    with cli_session(cli_config()) as session:
         if rotate:
             rotate_key(session)
         data = public_keys(session)
@@ -148,13 +148,13 @@ def jwks(rotate):
 @click.option("--loop", is_flag=True, help="keep sending every ATTN_GRADER_RECONCILE_SECONDS")
 def send(loop):
     """Send due scores to the LMS now (serve and worker do this by themselves)."""
-    from ..cli import _migrated_engine
+    from ..cli import migrated_engine
     from .passback import send_due
 
     _logging("INFO")
     logging.getLogger("alembic").setLevel(logging.WARNING)  # the migration check's chatter
-    config = _config()
-    engine = _migrated_engine(config)
+    config = cli_config()
+    engine = migrated_engine(config)
     while True:
         report = send_due(engine, lease_seconds=float(config["LEASE_SECONDS"]))
         click.echo(f"sent {len(report.sent)}, will retry {len(report.retrying)}")
@@ -171,7 +171,7 @@ def outbox(pending):
     """Scores waiting for (or delivered to) the LMS."""
     from .passback import outbox as rows
 
-    with _session(_config()) as session:
+    with cli_session(cli_config()) as session:
         found = rows(session, pending_only=pending)
         if not found:
             click.echo("no scores to send" if pending else "no scores in the outbox")
@@ -192,7 +192,7 @@ def roster(platform, context_id):
     from .models import LtiContext
     from .roster import sync_roster
 
-    with _session(_config()) as session:
+    with cli_session(cli_config()) as session:
         row = _platform(session, platform)
         query = select(LtiContext).where(LtiContext.platform_id == row.id)
         if context_id:
