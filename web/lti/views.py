@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 
 from flask import (Blueprint, abort, flash, jsonify, make_response, redirect, render_template,
                    session as browser_session, url_for)
+from flask_babel import gettext
 from flask_login import login_user
 from pylti1p3.contrib.flask import FlaskMessageLaunch, FlaskOIDCLogin, FlaskRequest
 from pylti1p3.deep_link_resource import DeepLinkResource
@@ -186,10 +187,10 @@ def admin():
                 allow_http=_allow_http())
         except platforms.RegistrationError as exc:
             session.rollback()
-            flash(f"Not registered: {exc}", "error")
+            flash(gettext("Not registered: %(reason)s", reason=exc), "error")
         else:
             session.commit()
-            flash("Platform registered.", "success")
+            flash(gettext("Platform registered."), "success")
             return redirect(url_for("lti.admin"))
     keys.signing_key(session)
     session.commit()
@@ -213,7 +214,7 @@ def save_deployments(platform_id: int):
     if form.validate_on_submit():
         platforms.set_deployments(db(), platform, form.deployment_ids.data)
         db().commit()
-        flash("Deployment IDs saved.", "success")
+        flash(gettext("Deployment IDs saved."), "success")
     return redirect(url_for("lti.admin"))
 
 
@@ -224,7 +225,7 @@ def remove(platform_id: int):
     if ActionForm().validate_on_submit():
         platforms.remove_platform(db(), platform)
         db().commit()
-        flash("Platform removed; its launches no longer work.", "success")
+        flash(gettext("Platform removed; its launches no longer work."), "success")
     return redirect(url_for("lti.admin"))
 
 
@@ -237,8 +238,8 @@ def sync_roster(context_id: int):
             result = roster.sync_roster(db(), context)
         except Exception as exc:  # the LMS refused or is down: say so, change nothing
             db().rollback()
-            flash(f"Roster not synced: {exc}", "error")
+            flash(gettext("Roster not synced: %(reason)s", reason=exc), "error")
         else:
             db().commit()
-            flash(f"Roster synced: {result.describe()}.", "success")
+            flash(gettext("Roster synced: %(summary)s.", summary=result.describe()), "success")
     return redirect(url_for("lti.admin"))

@@ -15,9 +15,9 @@ from pygments.lexers import DiffLexer, PythonLexer, TextLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
 from ..extensions import db_session
+from ..i18n import LANGUAGES, interface_language  # noqa: F401  (the views import them from here)
 from ..models import utcnow
 
-LANGUAGES = {"en": "English", "ru": "Русский", "zh": "中文"}
 PYGMENTS_STYLE = "friendly"
 
 
@@ -34,25 +34,6 @@ def instructor_required(view):
 
 def db():
     return db_session()
-
-
-def quiz_language() -> str:
-    """The quiz language: the session's choice, else the account's, else English."""
-    lang = session.get("lang")
-    if lang not in LANGUAGES and current_user.is_authenticated:
-        lang = current_user.locale
-    return lang if lang in LANGUAGES else "en"
-
-
-def interface_language() -> str:
-    """Flask-Babel's locale: the account's (or session's) language, else the browser's."""
-    lang = session.get("lang")
-    if lang not in LANGUAGES and current_user and current_user.is_authenticated:
-        lang = current_user.locale
-    if lang not in LANGUAGES:
-        from flask import request
-        lang = request.accept_languages.best_match(list(LANGUAGES)) if request else None
-    return lang if lang in LANGUAGES else "en"
 
 
 # ---- filters -----------------------------------------------------------------------------
