@@ -119,7 +119,7 @@ def grant_extension(slug: str):
                          note=form.note.data or "")
     except ValueError as exc:
         session.rollback()
-        flash(gettext("Extension not saved: %(problems)s", problems=f"{exc}."), "error")
+        flash(gettext("Extension not saved: %(reason)s.", reason=exc), "error")
     else:
         session.commit()
         flash(gettext("Extension for %(email)s saved.", email=student.email), "success")
@@ -249,7 +249,7 @@ def override(submission_id: int):
             flash(gettext("Score overridden."), "success")
         except SubmissionRejected as exc:
             db().rollback()
-            flash(gettext("Not saved: %(reason)s", reason=f"{exc.message}."), "error")
+            flash(gettext("Not saved: %(reason)s.", reason=exc.message), "error")
     else:
         flash(gettext("Not saved: %(reason)s", reason=_form_problems(form)), "error")
     return redirect(url_for("instructor.submission", submission_id=sub.id))
@@ -303,7 +303,7 @@ def grade_answer(answer_id: int):
             verdict = score_rubric(question, form.rubric.data or [], answer.attempt.lang)
             points, details = verdict.points, verdict.details
         elif form.points.data is None:
-            raise quizzes.QuizError(gettext("give the points (0 to %(max)s)", max=f"{answer.max_points:g}"))
+            raise quizzes.QuizError(gettext("give the points (0 to %(max)s)", max=format(answer.max_points, "g")))
         else:
             points, details = float(form.points.data), {"status": "graded"}
         quizzes.grade_answer_manually(session, current_user, answer, points, comment)
@@ -313,8 +313,8 @@ def grade_answer(answer_id: int):
         session.rollback()
         flash(gettext("Not saved: %(reason)s", reason=exc), "error")
     else:
-        flash(gettext("Saved %(points)s / %(max)s for %(email)s.", points=f"{points:g}",
-                      max=f"{answer.max_points:g}", email=answer.attempt.user.email), "success")
+        flash(gettext("Saved %(points)s / %(max)s for %(email)s.", points=format(points, "g"),
+                      max=format(answer.max_points, "g"), email=answer.attempt.user.email), "success")
     return redirect(url_for("instructor.grading_queue"))
 
 

@@ -33,7 +33,7 @@ def submission_window(assignment: Assignment, now: datetime,
     """Whether a student may submit now, and why not (``deadline``: the student's own)."""
     deadline = deadline or assignment.deadline
     if assignment.opens_at and now < assignment.opens_at:
-        return False, gettext("opens %(when)s UTC", when=f"{assignment.opens_at:%Y-%m-%d %H:%M}")
+        return False, gettext("opens %(when)s UTC", when=assignment.opens_at.strftime("%Y-%m-%d %H:%M"))
     if deadline and now > deadline and assignment.late_policy == "reject":
         return False, gettext("the deadline has passed")
     return True, ""

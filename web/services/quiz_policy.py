@@ -145,7 +145,7 @@ def visible_feedback(attempt: QuizAttempt, row: QuizAnswer) -> str:
     verdict = gettext("Partly right.") if row.points > 0 else gettext("Not right yet.")
     shown = verdict + " " + gettext(
         "Try %(used)s of %(allowed)s; a right answer now earns up to %(share)s of the points.",
-        used=summary["used"], allowed=summary["allowed"], share=f"{summary['next_share']:.0%}")
+        used=summary["used"], allowed=summary["allowed"], share=format(summary["next_share"], ".0%"))
     calls = (row.details or {}).get("verdict")  # code: which test call failed, and how
     return f"{shown} {calls}" if calls else shown
 
