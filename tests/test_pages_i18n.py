@@ -149,7 +149,9 @@ def test_a_visitor_gets_the_browsers_language_and_can_switch_it(env):
     assert '<html lang="zh">' in page and "忘记密码？" in page and "保持登录" in page
     assert visitor.get("/sign-in").get_data(as_text=True).count('lang="en"') == 1  # no header: English
 
-    switched = visitor.post("/language", data={"lang": "ru", "next": "/sign-up"})
+    page = visitor.get("/sign-up", headers={"Accept-Language": "zh"}).get_data(as_text=True)
+    link = unescape(re.search(r'<a href="([^"]+)" lang="ru"', page).group(1))  # the header's switch
+    switched = visitor.get(link)
     assert switched.status_code == 302 and switched.location.endswith("/sign-up")
     page = visitor.get("/sign-up", headers={"Accept-Language": "zh"}).get_data(as_text=True)
     assert '<html lang="ru">' in page and "Создать учётную запись студента" in page  # the choice wins

@@ -82,7 +82,7 @@ def check_password(password: str, email: str | None = None) -> None:
     """Raise ``ValueError`` with every problem of ``password`` in one message."""
     problems = password_problems(password, email)
     if problems:
-        raise ValueError("password not accepted: " + "; ".join(problems))
+        raise ValueError(gettext("password not accepted: %(problems)s", problems="; ".join(problems)))
 
 
 # ---- headers -------------------------------------------------------------------------------

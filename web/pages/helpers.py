@@ -5,7 +5,8 @@ import difflib
 from datetime import datetime
 from functools import wraps
 
-from flask import abort, session
+from flask import abort
+from flask_babel import format_decimal, format_percent as babel_percent
 from markdown_it import MarkdownIt
 from flask_login import current_user, login_required
 from markupsafe import Markup
@@ -43,10 +44,11 @@ def format_when(moment: datetime | None) -> str:
 
 
 def format_points(value) -> str:
-    """Points as a person reads them: 2, 0.33, 6.73 (two decimals at most, no trailing zeros)."""
+    """Points as a person reads them: 2, 0.33, 6.73 (two decimals at most, no trailing zeros),
+    with the page's decimal sign (6,73 in Russian)."""
     if value is None:
         return "—"
-    return f"{round(float(value), 2):g}" if isinstance(value, float) else str(value)
+    return format_decimal(round(float(value), 2), format="0.##") if isinstance(value, float) else str(value)
 
 
 def format_score(value, top=None) -> str:
@@ -57,7 +59,7 @@ def format_score(value, top=None) -> str:
 
 
 def format_percent(value) -> str:
-    return "—" if value is None else f"{100 * value:.0f}%"
+    return "—" if value is None else babel_percent(value, format="#,##0%")
 
 
 def format_seconds(value) -> str:

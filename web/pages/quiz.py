@@ -160,6 +160,15 @@ def attempt(attempt_id: int):
                            lang_form=LanguageForm(lang=lang))
 
 
+@bp.get("/language/<lang>")
+def visitor_language(lang: str):
+    """A visitor's choice (the header's links), kept in the session until they sign in; an
+    account's language changes only by the form (a POST) below."""
+    if not current_user.is_authenticated and lang in LANGUAGES:
+        session["lang"] = lang
+    return redirect(_safe_next(request.args.get("next")) or url_for("auth.sign_in"))
+
+
 @bp.post("/language")
 def set_language():
     """The one language switch (account page, quiz pages, the sign-in page's header): the
