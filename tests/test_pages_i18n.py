@@ -156,6 +156,14 @@ def test_a_visitor_gets_the_browsers_language_and_can_switch_it(env):
     page = visitor.get("/sign-up", headers={"Accept-Language": "zh"}).get_data(as_text=True)
     assert '<html lang="ru">' in page and "Создать учётную запись студента" in page  # the choice wins
 
+    # the account made now keeps the language it was made in, for every later sign-in
+    assert visitor.post("/sign-up", data={"name": "Cleo", "email": "cleo@example.org",
+                                          "password": "a long passphrase 7", "confirm": "a long passphrase 7"}
+                        ).status_code == 302
+    again = env.app.test_client()
+    assert sign_in(again, "cleo@example.org", "a long passphrase 7").status_code == 302
+    assert '<html lang="ru">' in again.get("/").get_data(as_text=True)
+
 
 def test_form_messages_and_refusals_follow_the_language(env):
     visitor = env.app.test_client()

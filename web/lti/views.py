@@ -55,7 +55,7 @@ def login():
         # Always our own launch URL: the LMS checks it against the registered redirect URIs.
         response = oidc.redirect(url_for("lti.launch", _external=True))
     except (OIDCException, LtiException, LookupError) as exc:
-        return _refuse(f"LTI login refused: {exc}")
+        return _refuse(gettext("LTI login refused: %(reason)s", reason=exc))
     db().commit()  # the state and nonce the launch will be checked against
     return response
 
@@ -71,19 +71,19 @@ def launch():
         body = message.get_launch_data()
         platform = conf.platform(message.get_iss(), message.get_client_id())
     except (LtiException, LookupError) as exc:
-        return _refuse(f"LTI launch refused: {exc}")
+        return _refuse(gettext("LTI launch refused: %(reason)s", reason=exc))
     try:
         user, course, context, role = provision.launch_user(session, platform, body)
         if message.is_deep_link_launch():
             if role != "instructor":
-                raise provision.LaunchRejected("only course staff can add assignments")
+                raise provision.LaunchRejected(gettext("only course staff can add assignments"))
             target = url_for("lti.deep_link", launch_id=message.get_launch_id())
         elif message.is_resource_launch():
             link = provision.ensure_link(session, platform, course, context, body)
             passback.queue_best_score(session, user.id, link.assignment_id)
             target = _assignment_url(link.assignment)
         else:
-            raise provision.LaunchRejected("this kind of LTI message is not supported")
+            raise provision.LaunchRejected(gettext("this kind of LTI message is not supported"))
     except provision.LaunchRejected as exc:
         session.rollback()
         return _refuse(str(exc))
@@ -114,7 +114,7 @@ def _restore(launch_id: str):
 def deep_link(launch_id: str):
     message = _restore(launch_id) if browser_session.get("lti_deep_link") == launch_id else None
     if message is None or not message.is_deep_link_launch():
-        return _refuse("this content selection has expired; start it again from the LMS", 404)
+        return _refuse(gettext("this content selection has expired; start it again from the LMS"), 404)
     platform = DatabaseToolConf(db()).platform(message.get_iss(), message.get_client_id())
     course = platform.course or default_course(db())
     settings = message.get_launch_data()[provision.DEEP_LINKING_CLAIM]

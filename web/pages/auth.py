@@ -68,6 +68,7 @@ def sign_up():
             signup.admit(db(), form.email.data, form.invite.data or None)
             user = add_user(db(), form.email.data, "student", form.password.data,
                             name=form.name.data.strip())
+            user.locale = interface_language()  # the language the visitor signed up in
         except signup.SignupRefused as exc:
             db().rollback()
             flash(gettext("Not signed up: %(reason)s", reason=exc), "error")

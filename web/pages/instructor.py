@@ -15,7 +15,7 @@ from . import charts
 from ..services import family_points
 from .forms import (ActionForm, AssignmentSettingsForm, ExtensionForm, ManualGradeForm,
                     OverrideScoreForm, answer_form, options)
-from .helpers import db, highlight_python, instructor_required
+from .helpers import db, highlight_python, instructor_required, interface_language
 from .results import describe_checks
 
 bp = Blueprint("instructor", __name__, url_prefix="/instructor")
@@ -273,10 +273,12 @@ def _grading_item(answer: QuizAnswer, bank) -> dict:
 
     question = bank.get(answer.question_id)
     form = ManualGradeForm(prefix=f"a{answer.id}")
-    sol = solution(question, answer.seed, "en")
-    form.rubric.choices = options((r["id"], f"{r['text']} ({r['points']:g} pt)")
+    lang = interface_language()  # the instructor's language; the answer's is named on the page
+    sol = solution(question, answer.seed, lang)
+    form.rubric.choices = options((r["id"], gettext("%(text)s (%(points)s pt)", text=r["text"],
+                                                    points=format(r["points"], "g")))
                                   for r in sol.get("rubric", []))
-    return {"answer": answer, "question": render(question, answer.seed, "en"),
+    return {"answer": answer, "question": render(question, answer.seed, lang),
             "solution": sol, "form": form, "student": answer.attempt.user,
             "assignment": answer.attempt.assignment}
 

@@ -162,25 +162,24 @@ def attempt(attempt_id: int):
 
 @bp.get("/language/<lang>")
 def visitor_language(lang: str):
-    """A visitor's choice (the header's links), kept in the session until they sign in; an
-    account's language changes only by the form (a POST) below."""
+    """A visitor's choice (the header's links), kept in the session until they sign in (which
+    sets the account's); an account's language changes only by the form (a POST) below."""
     if not current_user.is_authenticated and lang in LANGUAGES:
         session["lang"] = lang
     return redirect(_safe_next(request.args.get("next")) or url_for("auth.sign_in"))
 
 
 @bp.post("/language")
+@login_required
 def set_language():
-    """The one language switch (account page, quiz pages, the sign-in page's header): the
-    interface's language, and for an account also its saved language and its open quiz
-    attempt's (so the questions and their feedback follow)."""
+    """The account's one language switch (account page, quiz pages): the interface's language,
+    the account's saved language and its open quiz attempt's (so the questions and their
+    feedback follow)."""
     form = LanguageForm()
     if form.validate_on_submit() and form.lang.data in LANGUAGES:
         session["lang"] = form.lang.data
-        if current_user.is_authenticated:
-            current_user.locale = form.lang.data
-            for attempt in db().query(QuizAttempt).filter_by(user_id=current_user.id, status="open"):
-                attempt.lang = form.lang.data
-            db().commit()
-    fallback = url_for("student.home") if current_user.is_authenticated else url_for("auth.sign_in")
-    return redirect(_safe_next(request.form.get("next")) or fallback)
+        current_user.locale = form.lang.data
+        for attempt in db().query(QuizAttempt).filter_by(user_id=current_user.id, status="open"):
+            attempt.lang = form.lang.data
+        db().commit()
+    return redirect(_safe_next(request.form.get("next")) or url_for("student.home"))
