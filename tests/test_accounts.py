@@ -14,7 +14,7 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
 from sqlalchemy import select
 
-from pages_support import PASSWORD, make_env, sign_in
+from pages_support import PASSWORD, db_session, make_env, sign_in
 from service_support import free_port, wait_until
 from web.models import Invitation, User, utcnow
 
@@ -97,6 +97,26 @@ def test_a_reset_link_arrives_by_smtp_and_works_once(site):
     reuse = client.post(link, data={"password": "yet another passphrase 9", "confirm": "yet another passphrase 9"},
                         follow_redirects=True)
     assert "already used or is no longer valid" in reuse.get_data(as_text=True)
+
+
+def test_the_reset_mail_is_in_the_accounts_language_and_the_pages_in_the_browsers(site):
+    from web.services.users import find_user
+    with db_session(site) as session:
+        find_user(session, "ada@example.org").locale = "ru"
+        session.commit()
+    client = site.app.test_client()
+    answer = client.post("/forgot-password", data={"email": "ada@example.org"}, follow_redirects=True,
+                         headers={"Accept-Language": "zh"}).get_data(as_text=True)
+    assert "如果该地址在这里有账户" in answer  # the asker's page: the browser's language
+    wait_until(lambda: site.smtp.messages, timeout=20, what="the reset e-mail")
+    mail = site.smtp.messages[0]
+    assert mail["subject"] == "Сброс пароля attn-grader"  # the account's language
+    assert "в течение 10 минут" in mail["text"]
+    form = client.get(_reset_link(mail["text"]), headers={"Accept-Language": "zh"}).get_data(as_text=True)
+    assert "设置新密码" in form
+    weak = client.post(_reset_link(mail["text"]), data={"password": "password", "confirm": "password"},
+                       headers={"Accept-Language": "zh"}).get_data(as_text=True)
+    assert "密码未被接受" in weak and "这是最常见的密码之一" in weak
 
 
 def test_unknown_addresses_get_the_same_answer_and_no_mail(site):

@@ -11,6 +11,7 @@ from pages_support import ada, bob, db_session, env, grade_queued, prof, sign_in
 PUBLIC = {"auth.sign_in", "auth.sign_up", "auth.forgot_password", "auth.reset_password", "static",
           "student.pygments_stylesheet", "student.favicon", "healthz", "metrics", "observability.healthz",
           "observability.metrics",
+          "quiz.visitor_language",  # a visitor's language switch: it only sets the session's language
           # LTI: the LMS's own requests (checked by state, nonce and signature) and the JWKS
           "lti.login", "lti.launch", "lti.jwks"}
 

@@ -61,14 +61,14 @@ def test_quiz_in_russian_with_feedback_then_the_instructors_grade(env, ada, prof
 
     page = ada.post(f"/quiz/quiz/questions/{NUMERIC}", data={_field(NUMERIC, "number"): "sqrt(64)"},
                     follow_redirects=True).get_data(as_text=True)
-    assert "Answer not accepted:" in page
+    assert "Ответ не принят:" in page  # the refusal is in the page's language too
 
     essay = "Var(q·k) = d_k <img src=x onerror=alert(1)>"
     ada.post(f"/quiz/quiz/questions/{FREE}", data={_field(FREE, "text"): essay})
     response = ada.post("/quiz/quiz/submit")
     attempt_url = response.location
     page = ada.get(attempt_url).get_data(as_text=True)
-    assert "Awaiting review" in page and "<img src=x" not in page and "&lt;img src=x" in page
+    assert "Ждёт проверки" in page and "<img src=x" not in page and "&lt;img src=x" in page
     assert "1 / " in page  # the numeric point so far
 
     queue = prof.get("/instructor/grading").get_data(as_text=True)
@@ -83,8 +83,8 @@ def test_quiz_in_russian_with_feedback_then_the_instructors_grade(env, ada, prof
     assert "Saved 2 / 4 for ada@example.org" in saved and "Nothing waits for grading" in saved
 
     page = ada.get(attempt_url).get_data(as_text=True)
-    assert "Instructor's grade: 2 / 4" in page and "explain saturation" in page
-    assert "Awaiting review" not in page
+    assert "Оценка преподавателя: 2 / 4" in page and "explain saturation" in page
+    assert "Ждёт проверки" not in page
     home = ada.get("/").get_data(as_text=True)
     assert "3 / " in home  # best quiz score: 1 numeric + 2 rubric points
 

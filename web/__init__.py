@@ -35,6 +35,8 @@ def create_app(config: dict | None = None) -> Flask:
     csrf.init_app(app)
     login_manager.init_app(app)
     login_manager.user_loader(_load_user)
+    from . import i18n
+    i18n.init_app(app)  # the API's messages are translated too, so Babel is the whole app's
 
     from .api import bp as api_bp
     csrf.exempt(api_bp)  # token-authenticated JSON: no cookies, so no CSRF

@@ -22,6 +22,7 @@ import secrets
 from datetime import timedelta
 
 from flask import Flask, g, request
+from flask_babel import gettext
 
 DEFAULT_CSP = ("default-src 'self'; script-src 'self' 'nonce-{nonce}'; style-src 'self'; "
                "img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; "
@@ -55,23 +56,24 @@ qweasdzxc 1234qwer qwer1234 student1 student123 attention transformer
 
 
 def password_problems(password: str, email: str | None = None) -> list[str]:
-    """What is wrong with ``password`` as a new password (empty list: acceptable)."""
+    """What is wrong with ``password`` as a new password (empty list: acceptable), in the
+    request's language (English outside a request: the CLI's ``users add``)."""
     if not isinstance(password, str):
-        return ["the password must be text"]
+        return [gettext("the password must be text")]
     problems = []
     if len(password) < MIN_PASSWORD_LENGTH:
-        problems.append(f"use at least {MIN_PASSWORD_LENGTH} characters")
+        problems.append(gettext("use at least %(num)d characters", num=MIN_PASSWORD_LENGTH))
     if len(password) > MAX_PASSWORD_LENGTH:
-        problems.append(f"use at most {MAX_PASSWORD_LENGTH} characters")
+        problems.append(gettext("use at most %(num)d characters", num=MAX_PASSWORD_LENGTH))
     lowered = password.lower()
     if lowered in COMMON_PASSWORDS:
-        problems.append("this is one of the most common passwords; choose another")
+        problems.append(gettext("this is one of the most common passwords; choose another"))
     elif password and len(set(password)) == 1:
-        problems.append("use more than one distinct character")
+        problems.append(gettext("use more than one distinct character"))
     if email:
         local = email.split("@", 1)[0].lower()
         if len(local) >= 3 and (local in lowered or lowered == email.lower()):
-            problems.append("do not use your email address in your password")
+            problems.append(gettext("do not use your email address in your password"))
     return problems
 
 
@@ -79,7 +81,7 @@ def check_password(password: str, email: str | None = None) -> None:
     """Raise ``ValueError`` with every problem of ``password`` in one message."""
     problems = password_problems(password, email)
     if problems:
-        raise ValueError("password not accepted: " + "; ".join(problems))
+        raise ValueError(gettext("password not accepted: %(problems)s", problems="; ".join(problems)))
 
 
 # ---- headers -------------------------------------------------------------------------------

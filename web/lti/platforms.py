@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from flask import url_for
+from flask_babel import gettext
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -93,10 +94,10 @@ class ToolUrls:
     jwks: str
 
     def rows(self) -> list[tuple[str, str]]:
-        return [("OIDC login / initiation URL", self.login),
-                ("Target link / redirect URI (launch)", self.launch),
-                ("Deep linking (content selection) URL", self.deep_link),
-                ("Public keyset (JWKS) URL", self.jwks)]
+        return [(gettext("OIDC login / initiation URL"), self.login),
+                (gettext("Target link / redirect URI (launch)"), self.launch),
+                (gettext("Deep linking (content selection) URL"), self.deep_link),
+                (gettext("Public keyset (JWKS) URL"), self.jwks)]
 
 
 def tool_urls(base_url: str | None = None) -> ToolUrls:

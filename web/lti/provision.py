@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 
+from flask_babel import gettext
 from pylti1p3.roles import DesignerRole, TeacherRole, TeachingAssistantRole
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -50,7 +51,7 @@ def ensure_user(session: Session, platform: LtiPlatform, sub: str, *, email: str
                 name: str | None, role: str) -> User:
     """The account of platform user ``sub``; its role only ever goes up to instructor."""
     if not sub:
-        raise LaunchRejected("the launch names no user (anonymous launches are not supported)")
+        raise LaunchRejected(gettext("the launch names no user (anonymous launches are not supported)"))
     link = session.scalar(select(LtiUser).where(LtiUser.platform_id == platform.id,
                                                 LtiUser.sub == sub))
     if link is None:
@@ -75,8 +76,8 @@ def ensure_context(session: Session, platform: LtiPlatform, claim: dict | None,
     """The course a launch belongs to (the platform's course, else the default one)."""
     course = platform.course or default_course(session)
     if course is None:
-        raise LaunchRejected("this service has no course yet; an administrator must run "
-                             "`attn-grader serve` once or create one")
+        raise LaunchRejected(gettext("this service has no course yet; an administrator must run "
+                                     "`attn-grader serve` once or create one"))
     if not claim or not claim.get("id"):
         return course, None
     context = session.scalar(select(LtiContext).where(LtiContext.platform_id == platform.id,
@@ -109,17 +110,17 @@ def ensure_link(session: Session, platform: LtiPlatform, course: Course,
     """The placed link of a resource launch, mapped to an assignment, with its AGS claim."""
     claim = body.get(LINK_CLAIM) or {}
     if not claim.get("id"):
-        raise LaunchRejected("the launch has no resource link id")
+        raise LaunchRejected(gettext("the launch has no resource link id"))
     link = session.scalar(select(LtiResourceLink).where(
         LtiResourceLink.platform_id == platform.id,
         LtiResourceLink.resource_link_id == claim["id"]))
     assignment = _assignment_for(session, course, body)
     if link is None:
         if assignment is None:
-            raise LaunchRejected(
+            raise LaunchRejected(gettext(
                 "this LMS link is not attached to an assignment of the grader. Add it again "
                 "through the LMS's content selection (deep linking), or set the custom "
-                f"parameter {ASSIGNMENT_PARAM}=<assignment slug> on the link")
+                "parameter %(param)s=<assignment slug> on the link", param=ASSIGNMENT_PARAM))
         link = LtiResourceLink(platform=platform, resource_link_id=str(claim["id"]),
                                assignment=assignment)
         session.add(link)

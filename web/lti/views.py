@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 
 from flask import (Blueprint, abort, flash, jsonify, make_response, redirect, render_template,
                    session as browser_session, url_for)
+from flask_babel import gettext
 from flask_login import login_user
 from pylti1p3.contrib.flask import FlaskMessageLaunch, FlaskOIDCLogin, FlaskRequest
 from pylti1p3.deep_link_resource import DeepLinkResource
@@ -54,7 +55,7 @@ def login():
         # Always our own launch URL: the LMS checks it against the registered redirect URIs.
         response = oidc.redirect(url_for("lti.launch", _external=True))
     except (OIDCException, LtiException, LookupError) as exc:
-        return _refuse(f"LTI login refused: {exc}")
+        return _refuse(gettext("LTI login refused: %(reason)s", reason=exc))
     db().commit()  # the state and nonce the launch will be checked against
     return response
 
@@ -70,19 +71,19 @@ def launch():
         body = message.get_launch_data()
         platform = conf.platform(message.get_iss(), message.get_client_id())
     except (LtiException, LookupError) as exc:
-        return _refuse(f"LTI launch refused: {exc}")
+        return _refuse(gettext("LTI launch refused: %(reason)s", reason=exc))
     try:
         user, course, context, role = provision.launch_user(session, platform, body)
         if message.is_deep_link_launch():
             if role != "instructor":
-                raise provision.LaunchRejected("only course staff can add assignments")
+                raise provision.LaunchRejected(gettext("only course staff can add assignments"))
             target = url_for("lti.deep_link", launch_id=message.get_launch_id())
         elif message.is_resource_launch():
             link = provision.ensure_link(session, platform, course, context, body)
             passback.queue_best_score(session, user.id, link.assignment_id)
             target = _assignment_url(link.assignment)
         else:
-            raise provision.LaunchRejected("this kind of LTI message is not supported")
+            raise provision.LaunchRejected(gettext("this kind of LTI message is not supported"))
     except provision.LaunchRejected as exc:
         session.rollback()
         return _refuse(str(exc))
@@ -113,7 +114,7 @@ def _restore(launch_id: str):
 def deep_link(launch_id: str):
     message = _restore(launch_id) if browser_session.get("lti_deep_link") == launch_id else None
     if message is None or not message.is_deep_link_launch():
-        return _refuse("this content selection has expired; start it again from the LMS", 404)
+        return _refuse(gettext("this content selection has expired; start it again from the LMS"), 404)
     platform = DatabaseToolConf(db()).platform(message.get_iss(), message.get_client_id())
     course = platform.course or default_course(db())
     settings = message.get_launch_data()[provision.DEEP_LINKING_CLAIM]
@@ -186,10 +187,10 @@ def admin():
                 allow_http=_allow_http())
         except platforms.RegistrationError as exc:
             session.rollback()
-            flash(f"Not registered: {exc}", "error")
+            flash(gettext("Not registered: %(reason)s", reason=exc), "error")
         else:
             session.commit()
-            flash("Platform registered.", "success")
+            flash(gettext("Platform registered."), "success")
             return redirect(url_for("lti.admin"))
     keys.signing_key(session)
     session.commit()
@@ -213,7 +214,7 @@ def save_deployments(platform_id: int):
     if form.validate_on_submit():
         platforms.set_deployments(db(), platform, form.deployment_ids.data)
         db().commit()
-        flash("Deployment IDs saved.", "success")
+        flash(gettext("Deployment IDs saved."), "success")
     return redirect(url_for("lti.admin"))
 
 
@@ -224,7 +225,7 @@ def remove(platform_id: int):
     if ActionForm().validate_on_submit():
         platforms.remove_platform(db(), platform)
         db().commit()
-        flash("Platform removed; its launches no longer work.", "success")
+        flash(gettext("Platform removed; its launches no longer work."), "success")
     return redirect(url_for("lti.admin"))
 
 
@@ -237,8 +238,8 @@ def sync_roster(context_id: int):
             result = roster.sync_roster(db(), context)
         except Exception as exc:  # the LMS refused or is down: say so, change nothing
             db().rollback()
-            flash(f"Roster not synced: {exc}", "error")
+            flash(gettext("Roster not synced: %(reason)s", reason=exc), "error")
         else:
             db().commit()
-            flash(f"Roster synced: {result.describe()}.", "success")
+            flash(gettext("Roster synced: %(summary)s.", summary=result.describe()), "success")
     return redirect(url_for("lti.admin"))

@@ -7,10 +7,9 @@ escapes it too.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from flask import Flask, current_app, render_template, request
 from flask_login import current_user
+from flask_babel import gettext, lazy_gettext
 from flask_wtf.csrf import CSRFError
 
 from . import helpers
@@ -21,14 +20,8 @@ def register(app: Flask) -> None:
     from ..lti.views import bp as lti_bp
     from . import auth, instructor, quiz, signup_admin, similarity, student
 
-    from flask_babel import Babel
-
-    # The interface language: the one chosen for the account (or this session), else the
-    # browser's. Catalogues: web/translations (pybabel; see babel.cfg).
-    Babel(app, locale_selector=helpers.interface_language,
-          default_translation_directories=str(Path(__file__).resolve().parent.parent / "translations"))
     login_manager.login_view = "auth.sign_in"
-    login_manager.login_message = "Please sign in to see that page."
+    login_manager.login_message = lazy_gettext("Please sign in to see that page.")
     login_manager.login_message_category = "info"
 
     for blueprint in (auth.bp, student.bp, quiz.bp, instructor.bp, signup_admin.bp,
@@ -54,23 +47,24 @@ def _error_page(exc):
     if not _wants_page():
         return exc
     messages = {
-        403: "You do not have access to this page.",
-        404: "There is nothing here.",
-        413: "That file is too large.",
-        429: "Too many requests; wait a moment and try again.",
+        403: gettext("You do not have access to this page."),
+        404: gettext("There is nothing here."),
+        413: gettext("That file is too large."),
+        429: gettext("Too many requests; wait a moment and try again."),
     }
     code = getattr(exc, "code", 500) or 500
     detail = getattr(exc, "description", "") if code == 429 else ""
     if code == 413:
         limit = current_app.config["MAX_SUBMISSION_BYTES"]
-        detail = (f"Submissions are limited to {limit} bytes ({limit // 1024} KiB) of code; "
-                  "your browser's Back button returns to the editor.")
-    return render_template("error.html", code=code, message=messages.get(code, "Error"),
+        detail = gettext("Submissions are limited to %(limit)s bytes (%(kib)s KiB) of code; "
+                         "your browser's Back button returns to the editor.",
+                         limit=limit, kib=limit // 1024)
+    return render_template("error.html", code=code, message=messages.get(code, gettext("Error")),
                            detail=detail, user=current_user), code
 
 
 def _csrf_error(exc: CSRFError):
     return render_template("error.html", code=400,
-                           message="The form expired or was not sent from this site; "
-                                   "go back, reload the page and try again.",
+                           message=gettext("The form expired or was not sent from this site; "
+                                           "go back, reload the page and try again."),
                            detail=exc.description, user=current_user), 400

@@ -5,6 +5,7 @@ from urllib.parse import urlsplit
 
 from flask import (Blueprint, abort, current_app, flash, redirect, render_template, request, session,
                    url_for)
+from flask_babel import gettext, ngettext
 from flask_login import current_user, login_required, login_user, logout_user
 
 from ..auth import authenticate, issue_token, revoke_tokens
@@ -14,7 +15,7 @@ from ..services import password_reset, signup
 from ..services.users import add_user
 from .forms import (ActionForm, ForgotPasswordForm, LanguageForm, ResetPasswordForm, SignInForm,
                     SignUpForm, TokenForm)
-from .helpers import db, quiz_language
+from .helpers import db, interface_language
 
 bp = Blueprint("auth", __name__)
 
@@ -44,7 +45,7 @@ def sign_in():
     if form.validate_on_submit():
         user = authenticate(db(), form.email.data, form.password.data)
         if user is None:
-            flash("Wrong email or password.", "error")
+            flash(gettext("Wrong email or password."), "error")
         else:
             db().commit()  # a rehashed password is saved
             login_user(user, remember=form.remember.data)
@@ -67,16 +68,17 @@ def sign_up():
             signup.admit(db(), form.email.data, form.invite.data or None)
             user = add_user(db(), form.email.data, "student", form.password.data,
                             name=form.name.data.strip())
+            user.locale = interface_language()  # the language the visitor signed up in
         except signup.SignupRefused as exc:
             db().rollback()
-            flash(f"Not signed up: {exc}", "error")
+            flash(gettext("Not signed up: %(reason)s", reason=exc), "error")
         except ValueError as exc:
             db().rollback()
             form.email.errors.append(str(exc))
         else:
             db().commit()
             login_user(user)
-            flash(f"Welcome, {user.name}! Your assignments are below.", "success")
+            flash(gettext("Welcome, %(name)s! Your assignments are below.", name=user.name), "success")
             return redirect(url_for("student.home"))
     return render_template("auth/sign_up.html", form=form, policy=policy,
                            domains=policy.allowed_domains.split())
@@ -92,8 +94,9 @@ def forgot_password():
             db(), form.email.data, config,
             lambda token: url_for("auth.reset_password", token=token, _external=True))
         # The same words whether or not the address has an account: no one learns who has one.
-        flash("If that address has an account here, a reset link is on its way to it. The link "
-              f"works once, within {config['PASSWORD_RESET_SECONDS'] // 60} minutes.", "info")
+        flash(gettext("If that address has an account here, a reset link is on its way to it. The "
+                      "link works once, within %(minutes)s minutes.",
+                      minutes=config["PASSWORD_RESET_SECONDS"] // 60), "info")
         return redirect(url_for("auth.sign_in"))
     return render_template("auth/forgot_password.html", form=form,
                            mail=password_reset.mail_configured(config))
@@ -121,7 +124,7 @@ def reset_password(token: str):
             db().commit()
             if current_user.is_authenticated:
                 logout_user()
-            flash("Your password is changed; sign in with it.", "success")
+            flash(gettext("Your password is changed; sign in with it."), "success")
             return redirect(url_for("auth.sign_in"))
     return render_template("auth/reset_password.html", form=form, email=user.email)
 
@@ -132,21 +135,21 @@ def sign_out():
     if form.validate_on_submit():
         logout_user()
         session.pop("lang", None)
-        flash("You are signed out.", "info")
+        flash(gettext("You are signed out."), "info")
     return redirect(url_for("auth.sign_in"))
 
 
 @bp.route("/account", methods=["GET", "POST"])
 @login_required
 def account():
-    """The account: quiz language and API tokens for `attn-grader submit` (shown once)."""
+    """The account: its language and API tokens for `attn-grader submit` (shown once)."""
     form, new_token = TokenForm(), None
     if form.validate_on_submit():
         new_token = issue_token(db(), current_user, label=form.label.data.strip())
         db().commit()
     tokens = sorted(current_user.tokens, key=lambda t: t.id, reverse=True)
     return render_template("auth/account.html", form=form, new_token=new_token, tokens=tokens,
-                           revoke_form=ActionForm(), lang_form=LanguageForm(lang=quiz_language()))
+                           revoke_form=ActionForm(), lang_form=LanguageForm(lang=interface_language()))
 
 
 @bp.post("/account/tokens/<int:token_id>/revoke")
@@ -159,7 +162,8 @@ def revoke_one_token(token_id: int):
     if ActionForm().validate_on_submit() and token.revoked_at is None:
         token.revoked_at = utcnow()
         db().commit()
-        flash(f"Token {token.prefix}… ({token.label or 'no label'}) revoked.", "success")
+        flash(gettext("Token %(prefix)s… (%(label)s) revoked.", prefix=token.prefix,
+                      label=token.label or gettext("no label")), "success")
     return redirect(url_for("auth.account"))
 
 
@@ -170,13 +174,18 @@ def revoke_all_tokens():
     if form.validate_on_submit() and request.form.get("confirmed") != "yes":
         live = sum(1 for t in current_user.tokens if t.revoked_at is None)
         return render_template(
-            "confirm.html", heading="Revoke every API token?", form=form,
-            lines=[f"Your {live} active token(s) stop working at once: `attn-grader submit` "
-                   "with any of them is refused until you create a new one."],
-            action=url_for("auth.revoke_all_tokens"), button=f"Revoke {live} token(s)",
+            "confirm.html", heading=gettext("Revoke every API token?"), form=form,
+            # English keeps its "token(s)" wording (singular = plural); ngettext gives Russian
+            # its three forms
+            lines=[ngettext("Your %(num)d active token(s) stop working at once: `attn-grader submit` "
+                            "with any of them is refused until you create a new one.",
+                            "Your %(num)d active token(s) stop working at once: `attn-grader submit` "
+                            "with any of them is refused until you create a new one.", live)],
+            action=url_for("auth.revoke_all_tokens"),
+            button=ngettext("Revoke %(num)d token(s)", "Revoke %(num)d token(s)", live),
             button_class="danger", back=url_for("auth.account"))
     if form.validate_on_submit():
         count = revoke_tokens(db(), current_user)
         db().commit()
-        flash(f"{count} API token(s) revoked.", "success")
+        flash(ngettext("%(num)d API token(s) revoked.", "%(num)d API token(s) revoked.", count), "success")
     return redirect(url_for("auth.account"))

@@ -3,9 +3,14 @@
 Quiz questions get a form class built for their kind (``answer_form``): radio buttons for
 one choice, checkboxes for several, one select per position for ordering and per left item
 for matching, a text field for numbers and a text area for code and free text.
+
+Labels and messages are ``lazy_gettext`` strings: the classes are built at import, the text is
+looked up in the request's language when a page renders it. WTForms' own messages ("This field
+is required.") come translated from WTForms' catalogues (Flask-WTF's WTF_I18N_ENABLED).
 """
 from __future__ import annotations
 
+from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
 from flask_wtf.file import FileAllowed, FileField
 from wtforms import (BooleanField, DateTimeLocalField, DecimalField, EmailField, FloatField,
@@ -15,6 +20,7 @@ from wtforms import widgets
 from wtforms.validators import (DataRequired, EqualTo, InputRequired, Length, NumberRange, Optional,
                                 Regexp, ValidationError)
 
+from ..i18n import LANGUAGES
 from ..models import ANSWER_POLICIES, FEEDBACK_LEVELS, LATE_POLICIES
 from ..security import MIN_PASSWORD_LENGTH
 
@@ -39,23 +45,23 @@ class MultiCheckboxField(SelectMultipleField):
 
 
 class SignInForm(FlaskForm):
-    email = EmailField("Email", validators=[DataRequired(), Regexp(EMAIL_PATTERN, message="not an email address")])
-    password = PasswordField("Password", validators=[DataRequired()])
-    remember = BooleanField("Keep me signed in")
-    submit = SubmitField("Sign in")
+    email = EmailField(_l("Email"), validators=[DataRequired(), Regexp(EMAIL_PATTERN, message=_l("not an email address"))])
+    password = PasswordField(_l("Password"), validators=[DataRequired()])
+    remember = BooleanField(_l("Keep me signed in"))
+    submit = SubmitField(_l("Sign in"))
 
 
 class SignUpForm(FlaskForm):
-    name = StringField("Name", validators=[DataRequired(), Length(max=200)])
-    email = EmailField("Email", validators=[DataRequired(), Regexp(EMAIL_PATTERN, message="not an email address"),
+    name = StringField(_l("Name"), validators=[DataRequired(), Length(max=200)])
+    email = EmailField(_l("Email"), validators=[DataRequired(), Regexp(EMAIL_PATTERN, message=_l("not an email address")),
                                             Length(max=254)])
     # The length rule is one of password_problems' (validate_password): a Length validator
     # here as well would say "use at least 8 characters" twice.
-    password = PasswordField("Password", validators=[DataRequired()])
-    confirm = PasswordField("Repeat the password",
-                            validators=[DataRequired(), EqualTo("password", "the passwords differ")])
+    password = PasswordField(_l("Password"), validators=[DataRequired()])
+    confirm = PasswordField(_l("Repeat the password"),
+                            validators=[DataRequired(), EqualTo("password", _l("the passwords differ"))])
     invite = HiddenField()  # the invitation code from the link, carried through the form
-    submit = SubmitField("Create account")
+    submit = SubmitField(_l("Create account"))
 
     def validate_password(self, field):
         from ..security import password_problems
@@ -67,138 +73,138 @@ class SignUpForm(FlaskForm):
 
 class ExtensionForm(FlaskForm):
     """One student's own deadline and/or extra attempts for an assignment."""
-    email = EmailField("Student's email", validators=[DataRequired(), Length(max=254)])
-    deadline = DateTimeLocalField("Their deadline (UTC)", validators=[Optional()],
+    email = EmailField(_l("Student's email"), validators=[DataRequired(), Length(max=254)])
+    deadline = DateTimeLocalField(_l("Their deadline (UTC)"), validators=[Optional()],
                                   format=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"])
-    extra_attempts = IntegerField("Extra attempts", default=0,
+    extra_attempts = IntegerField(_l("Extra attempts"), default=0,
                                   validators=[Optional(), NumberRange(min=0, max=1000)])
-    note = StringField("Note (for you)", validators=[Length(max=200)])
-    submit = SubmitField("Grant the extension")
+    note = StringField(_l("Note (for you)"), validators=[Length(max=200)])
+    submit = SubmitField(_l("Grant the extension"))
 
 
 class ForgotPasswordForm(FlaskForm):
-    email = EmailField("Email", validators=[DataRequired(), Regexp(EMAIL_PATTERN, message="not an email address"),
+    email = EmailField(_l("Email"), validators=[DataRequired(), Regexp(EMAIL_PATTERN, message=_l("not an email address")),
                                             Length(max=254)])
-    submit = SubmitField("Send me a reset link")
+    submit = SubmitField(_l("Send me a reset link"))
 
 
 class ResetPasswordForm(FlaskForm):
-    password = PasswordField("New password", validators=[
+    password = PasswordField(_l("New password"), validators=[
         DataRequired(), Length(min=MIN_PASSWORD_LENGTH,
-                               message=f"use at least {MIN_PASSWORD_LENGTH} characters")])
-    confirm = PasswordField("Repeat the new password",
-                            validators=[DataRequired(), EqualTo("password", "the passwords differ")])
-    submit = SubmitField("Set the new password")
+                               message=_l("use at least %(num)d characters", num=MIN_PASSWORD_LENGTH))])
+    confirm = PasswordField(_l("Repeat the new password"),
+                            validators=[DataRequired(), EqualTo("password", _l("the passwords differ"))])
+    submit = SubmitField(_l("Set the new password"))
 
 
-SIGNUP_MODE_LABELS = [("open", "open: anyone can create a student account"),
-                      ("domain", "limited to e-mail domains (or an invitation)"),
-                      ("invite", "by invitation only"),
-                      ("closed", "closed: accounts only from `attn-grader users add`")]
+SIGNUP_MODE_LABELS = [("open", _l("open: anyone can create a student account")),
+                      ("domain", _l("limited to e-mail domains (or an invitation)")),
+                      ("invite", _l("by invitation only")),
+                      ("closed", _l("closed: accounts only from `attn-grader users add`"))]
 
 
 class SignupSettingsForm(FlaskForm):
-    mode = RadioField("Who may sign up", choices=options(SIGNUP_MODE_LABELS), validators=[InputRequired()])
-    domains = StringField("E-mail domains", validators=[Length(max=2000)],
-                          render_kw={"placeholder": "e.g. example.edu students.example.edu"})
-    submit = SubmitField("Save sign-up settings")
+    mode = RadioField(_l("Who may sign up"), choices=options(SIGNUP_MODE_LABELS), validators=[InputRequired()])
+    domains = StringField(_l("E-mail domains"), validators=[Length(max=2000)],
+                          render_kw={"placeholder": _l("e.g. example.edu students.example.edu")})
+    submit = SubmitField(_l("Save sign-up settings"))
 
 
 class InvitationForm(FlaskForm):
-    email = EmailField("For one address (optional)", validators=[
-        Optional(), Regexp(EMAIL_PATTERN, message="not an email address"), Length(max=254)])
-    max_uses = IntegerField("Sign-ups it allows", default=1, validators=[InputRequired(), NumberRange(1, 1000)])
-    days = IntegerField("Valid for (days)", default=14, validators=[InputRequired(), NumberRange(1, 365)])
-    note = StringField("Note", validators=[Length(max=200)], render_kw={"placeholder": "e.g. section B"})
-    submit = SubmitField("Create an invitation link")
+    email = EmailField(_l("For one address (optional)"), validators=[
+        Optional(), Regexp(EMAIL_PATTERN, message=_l("not an email address")), Length(max=254)])
+    max_uses = IntegerField(_l("Sign-ups it allows"), default=1, validators=[InputRequired(), NumberRange(1, 1000)])
+    days = IntegerField(_l("Valid for (days)"), default=14, validators=[InputRequired(), NumberRange(1, 365)])
+    note = StringField(_l("Note"), validators=[Length(max=200)], render_kw={"placeholder": _l("e.g. section B")})
+    submit = SubmitField(_l("Create an invitation link"))
 
 
 class ActionForm(FlaskForm):
     """A button that changes something (sign out, regrade, submit a quiz): CSRF only."""
-    submit = SubmitField("Go")
+    submit = SubmitField(_l("Go"))
 
 
 class SubmissionForm(FlaskForm):
-    code = TextAreaField("Your code", render_kw={"rows": 24, "spellcheck": "false",
+    code = TextAreaField(_l("Your code"), render_kw={"rows": 24, "spellcheck": "false",
                                                  "autocapitalize": "off"})
-    upload = FileField("…or upload a .py file or a Jupyter notebook (.ipynb)", validators=[
-        FileAllowed(["py", "ipynb"], "upload a Python file (.py) or a Jupyter notebook (.ipynb)")])
-    submit = SubmitField("Submit for grading")
+    upload = FileField(_l("…or upload a .py file or a Jupyter notebook (.ipynb)"), validators=[
+        FileAllowed(["py", "ipynb"], _l("upload a Python file (.py) or a Jupyter notebook (.ipynb)"))])
+    submit = SubmitField(_l("Submit for grading"))
 
     def validate_code(self, field):
         if not (field.data or "").strip() and not self.upload.data:
-            raise ValidationError("paste your code or choose a file to upload")
+            raise ValidationError(_l("paste your code or choose a file to upload"))
 
 
 class TokenForm(FlaskForm):
-    label = StringField("What it is for", validators=[Length(max=100)],
-                        render_kw={"placeholder": "e.g. laptop"})
-    submit = SubmitField("Create an API token")
+    label = StringField(_l("What it is for"), validators=[Length(max=100)],
+                        render_kw={"placeholder": _l("e.g. laptop")})
+    submit = SubmitField(_l("Create an API token"))
 
 
 class LanguageForm(FlaskForm):
-    lang = SelectField("Quiz language", choices=options([("en", "English"), ("ru", "Русский"),
-                                                         ("zh", "中文")]))
-    submit = SubmitField("Switch")
+    # each language named in itself, so anyone finds their own
+    lang = SelectField(_l("Language"), choices=options(LANGUAGES.items()))
+    submit = SubmitField(_l("Switch"))
 
 
 class ManualGradeForm(FlaskForm):
     """Rubric items for free-text answers; plain points for any other answer left to a person."""
-    rubric = MultiCheckboxField("Rubric points met", choices=[])
-    points = DecimalField("Points", validators=[Optional(), NumberRange(min=0)])
-    comment = TextAreaField("Comment for the student", validators=[Length(max=5000)],
+    rubric = MultiCheckboxField(_l("Rubric points met"), choices=[])
+    points = DecimalField(_l("Points"), validators=[Optional(), NumberRange(min=0)])
+    comment = TextAreaField(_l("Comment for the student"), validators=[Length(max=5000)],
                             render_kw={"rows": 3})
-    submit = SubmitField("Save grade")
+    submit = SubmitField(_l("Save grade"))
 
 
 class OverrideScoreForm(FlaskForm):
-    points = DecimalField("Points", validators=[InputRequired(), NumberRange(min=0)])
-    comment = TextAreaField("Comment", validators=[Length(max=5000)], render_kw={"rows": 2})
-    submit = SubmitField("Override score")
+    points = DecimalField(_l("Points"), validators=[InputRequired(), NumberRange(min=0)])
+    comment = TextAreaField(_l("Comment"), validators=[Length(max=5000)], render_kw={"rows": 2})
+    submit = SubmitField(_l("Override score"))
 
 
 class AssignmentSettingsForm(FlaskForm):
-    title = StringField("Title", validators=[DataRequired(), Length(max=200)])
-    visible = BooleanField("Visible to students")
-    opens_at = DateTimeLocalField("Opens (UTC)", validators=[Optional()],
+    title = StringField(_l("Title"), validators=[DataRequired(), Length(max=200)])
+    visible = BooleanField(_l("Visible to students"))
+    opens_at = DateTimeLocalField(_l("Opens (UTC)"), validators=[Optional()],
                                   format=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"])
-    deadline = DateTimeLocalField("Deadline (UTC)", validators=[Optional()],
+    deadline = DateTimeLocalField(_l("Deadline (UTC)"), validators=[Optional()],
                                   format=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"])
-    late_policy = SelectField("After the deadline", choices=options([
-        ("reject", "reject late work"), ("accept", "accept late work in full"),
-        ("penalty", "accept with a penalty")]))
-    late_penalty = FloatField("Late penalty (fraction taken off, 0–1)", default=0.0,
+    late_policy = SelectField(_l("After the deadline"), choices=options([
+        ("reject", _l("reject late work")), ("accept", _l("accept late work in full")),
+        ("penalty", _l("accept with a penalty"))]))
+    late_penalty = FloatField(_l("Late penalty (fraction taken off, 0–1)"), default=0.0,
                               validators=[Optional(), NumberRange(min=0, max=1)])
-    max_attempts = IntegerField("Attempts allowed (empty = unlimited)",
+    max_attempts = IntegerField(_l("Attempts allowed (empty = unlimited)"),
                                 validators=[Optional(), NumberRange(min=1)])
-    rate_limit_count = IntegerField("At most this many submissions…",
+    rate_limit_count = IntegerField(_l("At most this many submissions…"),
                                     validators=[Optional(), NumberRange(min=1)])
-    rate_limit_seconds = IntegerField("…per this many seconds",
+    rate_limit_seconds = IntegerField(_l("…per this many seconds"),
                                       validators=[Optional(), NumberRange(min=1)])
-    feedback = SelectField("Feedback students see", choices=options([
-        ("full", "every check and its diagnosis, at once"),
-        ("score", "only the score"),
-        ("after_deadline", "the score before the deadline, every check after it")]))
-    family_points = StringField("Points per check family", validators=[Length(max=500)],
-                                render_kw={"placeholder": "empty: the task's own split"})
-    question_ids = MultiCheckboxField("Questions in this quiz", choices=[])
-    answer_policy = SelectField("How questions may be answered", choices=options([
-        ("single_try", "one try per question, feedback (and worked solution) after it"),
-        ("penalised_tries", "several tries, each wrong try costs a share of the points")]))
-    try_penalty = FloatField("Share of the points each wrong try costs (0.05–1)",
+    feedback = SelectField(_l("Feedback students see"), choices=options([
+        ("full", _l("every check and its diagnosis, at once")),
+        ("score", _l("only the score")),
+        ("after_deadline", _l("the score before the deadline, every check after it"))]))
+    family_points = StringField(_l("Points per check family"), validators=[Length(max=500)],
+                                render_kw={"placeholder": _l("empty: the task's own split")})
+    question_ids = MultiCheckboxField(_l("Questions in this quiz"), choices=[])
+    answer_policy = SelectField(_l("How questions may be answered"), choices=options([
+        ("single_try", _l("one try per question, feedback (and worked solution) after it")),
+        ("penalised_tries", _l("several tries, each wrong try costs a share of the points"))]))
+    try_penalty = FloatField(_l("Share of the points each wrong try costs (0.05–1)"),
                              default=1 / 3, validators=[Optional(), NumberRange(min=0.05, max=1)])
-    submit = SubmitField("Save settings")
+    submit = SubmitField(_l("Save settings"))
 
     def validate(self, extra_validators=None) -> bool:
         ok = super().validate(extra_validators)
         # checks across fields (per-field validators stop at an empty optional field)
         if bool(self.rate_limit_seconds.data) != bool(self.rate_limit_count.data):
             self.rate_limit_seconds.errors = list(self.rate_limit_seconds.errors) + [
-                "give both the number of submissions and the window, or neither"]
+                _l("give both the number of submissions and the window, or neither")]
             ok = False
         if self.deadline.data and self.opens_at.data and self.deadline.data <= self.opens_at.data:
             self.deadline.errors = list(self.deadline.errors) + [
-                "the deadline must come after the opening time"]
+                _l("the deadline must come after the opening time")]
             ok = False
         return ok
 
@@ -212,7 +218,7 @@ def _each_item_once(count: int):
     def check(form, _field):
         chosen = [getattr(form, f"pos{i}").data for i in range(count)]
         if all(chosen) and len(set(chosen)) != count:
-            raise ValidationError("put each item in exactly one position")
+            raise ValidationError(_l("put each item in exactly one position"))
     return check
 
 
@@ -226,19 +232,19 @@ def answer_form(question: dict, previous=None) -> FlaskForm:
         return options((e["id"], render_inline(e["text"])) for e in entries)
 
     class AnswerForm(FlaskForm):
-        submit = SubmitField("Check answer" if kind != "free_text" else "Save answer")
+        submit = SubmitField(_l("Check answer") if kind != "free_text" else _l("Save answer"))
 
     data = {}
     if kind == "single":
-        AnswerForm.choice = RadioField("Answer", choices=labelled(question["options"]),
-                                       validators=[InputRequired("choose one option")])
+        AnswerForm.choice = RadioField(_l("Answer"), choices=labelled(question["options"]),
+                                       validators=[InputRequired(_l("choose one option"))])
         data["choice"] = previous
     elif kind == "multiple":
         AnswerForm.choices = MultiCheckboxField(
-            "Answer", choices=labelled(question["options"]))
+            _l("Answer"), choices=labelled(question["options"]))
         data["choices"] = previous or []
     elif kind == "numeric":
-        AnswerForm.number = StringField("Answer", validators=[InputRequired("enter a number")],
+        AnswerForm.number = StringField(_l("Answer"), validators=[InputRequired(_l("enter a number"))],
                                         render_kw={"inputmode": "decimal", "autocomplete": "off"})
         data["number"] = previous
     elif kind == "ordering":
@@ -246,11 +252,12 @@ def answer_form(question: dict, previous=None) -> FlaskForm:
         # be graded as the student's (and score partial credit for nothing).
         items = [(i["id"], render_inline(i["text"])) for i in question["items"]]
         for index in range(len(items)):
-            validators = [InputRequired(message=f"choose the item for position {index + 1}")]
+            validators = [InputRequired(message=_l("choose the item for position %(number)s",
+                                                  number=index + 1))]
             if index == len(items) - 1:
                 validators.append(_each_item_once(len(items)))
             setattr(AnswerForm, f"pos{index}", SelectField(
-                f"{index + 1}.", choices=options([("", "— choose —")] + items), validators=validators))
+                f"{index + 1}.", choices=options([("", _l("— choose —"))] + items), validators=validators))
             data[f"pos{index}"] = previous[index] if previous and index < len(previous) else ""
     elif kind == "matching":
         rights = options([("", "—")] + [(r["id"], render_inline(r["text"])) for r in question["right"]])
@@ -259,12 +266,12 @@ def answer_form(question: dict, previous=None) -> FlaskForm:
                                                              validators=[InputRequired()]))
             data[f"match{index}"] = (previous or {}).get(left["id"], "")
     elif kind == "code":
-        AnswerForm.code = TextAreaField("Your function", validators=[InputRequired()],
+        AnswerForm.code = TextAreaField(_l("Your function"), validators=[InputRequired()],
                                         render_kw={"rows": 12, "spellcheck": "false",
                                                    "class": "code-input"})
         data["code"] = previous if previous is not None else question.get("template", "")
     else:  # free_text
-        AnswerForm.text = TextAreaField("Your answer", validators=[InputRequired(), Length(max=20000)],
+        AnswerForm.text = TextAreaField(_l("Your answer"), validators=[InputRequired(), Length(max=20000)],
                                         render_kw={"rows": 8})
         data["text"] = previous
     return AnswerForm(data=data, prefix=f"q-{question['id']}")

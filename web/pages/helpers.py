@@ -5,7 +5,8 @@ import difflib
 from datetime import datetime
 from functools import wraps
 
-from flask import abort, session
+from flask import abort
+from flask_babel import format_decimal, format_percent as babel_percent
 from markdown_it import MarkdownIt
 from flask_login import current_user, login_required
 from markupsafe import Markup
@@ -15,9 +16,9 @@ from pygments.lexers import DiffLexer, PythonLexer, TextLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
 from ..extensions import db_session
+from ..i18n import LANGUAGES, interface_language  # noqa: F401  (the views import them from here)
 from ..models import utcnow
 
-LANGUAGES = {"en": "English", "ru": "Русский", "zh": "中文"}
 PYGMENTS_STYLE = "friendly"
 
 
@@ -36,25 +37,6 @@ def db():
     return db_session()
 
 
-def quiz_language() -> str:
-    """The quiz language: the session's choice, else the account's, else English."""
-    lang = session.get("lang")
-    if lang not in LANGUAGES and current_user.is_authenticated:
-        lang = current_user.locale
-    return lang if lang in LANGUAGES else "en"
-
-
-def interface_language() -> str:
-    """Flask-Babel's locale: the account's (or session's) language, else the browser's."""
-    lang = session.get("lang")
-    if lang not in LANGUAGES and current_user and current_user.is_authenticated:
-        lang = current_user.locale
-    if lang not in LANGUAGES:
-        from flask import request
-        lang = request.accept_languages.best_match(list(LANGUAGES)) if request else None
-    return lang if lang in LANGUAGES else "en"
-
-
 # ---- filters -----------------------------------------------------------------------------
 
 def format_when(moment: datetime | None) -> str:
@@ -62,10 +44,11 @@ def format_when(moment: datetime | None) -> str:
 
 
 def format_points(value) -> str:
-    """Points as a person reads them: 2, 0.33, 6.73 (two decimals at most, no trailing zeros)."""
+    """Points as a person reads them: 2, 0.33, 6.73 (two decimals at most, no trailing zeros),
+    with the page's decimal sign (6,73 in Russian)."""
     if value is None:
         return "—"
-    return f"{round(float(value), 2):g}" if isinstance(value, float) else str(value)
+    return format_decimal(round(float(value), 2), format="0.##") if isinstance(value, float) else str(value)
 
 
 def format_score(value, top=None) -> str:
@@ -76,7 +59,7 @@ def format_score(value, top=None) -> str:
 
 
 def format_percent(value) -> str:
-    return "—" if value is None else f"{100 * value:.0f}%"
+    return "—" if value is None else babel_percent(value, format="#,##0%")
 
 
 def format_seconds(value) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from flask import Blueprint, Response, abort, flash, redirect, render_template, request, url_for
+from flask_babel import gettext, ngettext
 from flask_login import current_user
 from sqlalchemy import select
 
@@ -15,10 +16,14 @@ from ..services import family_points
 from ..services import regrade as regrade_service  # the view named regrade is the page
 from .forms import (ActionForm, AssignmentSettingsForm, ExtensionForm, ManualGradeForm,
                     OverrideScoreForm, answer_form, options)
-from .helpers import db, highlight_python, instructor_required
+from .helpers import db, highlight_python, instructor_required, interface_language
 from .results import describe_checks
 
 bp = Blueprint("instructor", __name__, url_prefix="/instructor")
+
+
+def _form_problems(form) -> str:
+    return "; ".join(str(e) for errors in form.errors.values() for e in errors)
 
 
 def _course():
@@ -103,23 +108,22 @@ def grant_extension(slug: str):
     item = _assignment(slug)
     form = ExtensionForm()
     if not form.validate_on_submit():
-        flash("Extension not saved: " + "; ".join(e for es in form.errors.values() for e in es),
-              "error")
+        flash(gettext("Extension not saved: %(problems)s", problems=_form_problems(form)), "error")
         return redirect(url_for("instructor.assignment", slug=slug) + "#extensions")
     session = db()
     student = find_user(session, form.email.data)
     try:
         if student is None:
-            raise ValueError(f"no account {form.email.data}")
+            raise ValueError(gettext("no account %(email)s", email=form.email.data))
         extensions.grant(session, item, student, granted_by=current_user,
                          deadline=form.deadline.data, extra_attempts=form.extra_attempts.data or 0,
                          note=form.note.data or "")
     except ValueError as exc:
         session.rollback()
-        flash(f"Extension not saved: {exc}.", "error")
+        flash(gettext("Extension not saved: %(reason)s.", reason=exc), "error")
     else:
         session.commit()
-        flash(f"Extension for {student.email} saved.", "success")
+        flash(gettext("Extension for %(email)s saved.", email=student.email), "success")
     return redirect(url_for("instructor.assignment", slug=slug) + "#extensions")
 
 
@@ -143,19 +147,27 @@ def regrade_assignment(slug: str):
         ids = list(db().scalars(select(Submission.id).where(Submission.assignment_id == item.id)))
         kept = grading.overridden_count(db(), ids)
         return render_template(
-            "confirm.html", heading=f"Regrade every submission of {item.title}?", form=form,
-            lines=[f"All {len(ids)} submission(s) are graded again with the current grader, "
-                   "through the job queue; the earlier results stay on record.",
-                   f"{kept} score(s) you overrode by hand stay as you set them."],
+            "confirm.html", heading=gettext("Regrade every submission of %(title)s?", title=item.title),
+            form=form,
+            # English keeps its "(s)" wording (singular = plural); ngettext gives Russian its forms
+            lines=[ngettext("All %(num)d submission(s) are graded again with the current grader, "
+                            "through the job queue; the earlier results stay on record.",
+                            "All %(num)d submission(s) are graded again with the current grader, "
+                            "through the job queue; the earlier results stay on record.", len(ids)),
+                   ngettext("%(num)d score(s) you overrode by hand stay as you set them.",
+                            "%(num)d score(s) you overrode by hand stay as you set them.", kept)],
             action=url_for("instructor.regrade_assignment", slug=slug),
-            button=f"Regrade {len(ids)} submission(s)",
+            button=ngettext("Regrade %(num)d submission(s)", "Regrade %(num)d submission(s)", len(ids)),
             back=url_for("instructor.assignment", slug=slug))
     if form.validate_on_submit():
         plan = regrade_service.queue_regrades(db(), regrade_service.assignment_submissions(db(), item),
                                               state().dispatcher)
         count = sum(1 for queued in plan if queued.skipped is None)
-        flash(f"{count} submission(s) of {item.title} queued for grading with the current grader; "
-              "scores overridden by hand are kept.", "success")
+        flash(ngettext("%(num)d submission(s) of %(title)s queued for grading with the current "
+                       "grader; scores overridden by hand are kept.",
+                       "%(num)d submission(s) of %(title)s queued for grading with the current "
+                       "grader; scores overridden by hand are kept.", count, title=item.title),
+              "success")
     return redirect(url_for("instructor.assignment", slug=slug))
 
 
@@ -187,7 +199,7 @@ def settings(slug: str):
         data = {name: field.data for name, field in form._fields.items() if name != "family_points"}
         review.apply_settings(item, data)
         db().commit()
-        flash(f"Settings of {item.title} saved.", "success")
+        flash(gettext("Settings of %(title)s saved.", title=item.title), "success")
         return redirect(url_for("instructor.settings", slug=slug))
     missing = [qid for qid in (item.question_ids or []) if qid not in bank]
     own = family_points.format_points(family_points.task_families(item.task_id)) if item.kind == "task" else ""
@@ -218,9 +230,9 @@ def regrade(submission_id: int):
     if ActionForm().validate_on_submit():
         reason = regrade_service.queue_regrades(db(), [sub], state().dispatcher)[0].skipped
         if reason:
-            flash(f"Not regraded: {reason}.", "error")
+            flash(gettext("Not regraded: %(reason)s.", reason=reason), "error")
         else:
-            flash(f"Submission #{sub.id} is queued for grading again.", "success")
+            flash(gettext("Submission #%(number)s is queued for grading again.", number=sub.id), "success")
     return redirect(url_for("instructor.submission", submission_id=sub.id))
 
 
@@ -236,12 +248,12 @@ def override(submission_id: int):
             quizzes.grade_submission_manually(db(), current_user, sub, float(form.points.data),
                                               form.comment.data or "")
             db().commit()
-            flash("Score overridden.", "success")
+            flash(gettext("Score overridden."), "success")
         except SubmissionRejected as exc:
             db().rollback()
-            flash(f"Not saved: {exc.message}.", "error")
+            flash(gettext("Not saved: %(reason)s.", reason=exc.message), "error")
     else:
-        flash("Not saved: " + "; ".join(e for es in form.errors.values() for e in es), "error")
+        flash(gettext("Not saved: %(reason)s", reason=_form_problems(form)), "error")
     return redirect(url_for("instructor.submission", submission_id=sub.id))
 
 
@@ -263,10 +275,12 @@ def _grading_item(answer: QuizAnswer, bank) -> dict:
 
     question = bank.get(answer.question_id)
     form = ManualGradeForm(prefix=f"a{answer.id}")
-    sol = solution(question, answer.seed, "en")
-    form.rubric.choices = options((r["id"], f"{r['text']} ({r['points']:g} pt)")
+    lang = interface_language()  # the instructor's language; the answer's is named on the page
+    sol = solution(question, answer.seed, lang)
+    form.rubric.choices = options((r["id"], gettext("%(text)s (%(points)s pt)", text=r["text"],
+                                                    points=format(r["points"], "g")))
                                   for r in sol.get("rubric", []))
-    return {"answer": answer, "question": render(question, answer.seed, "en"),
+    return {"answer": answer, "question": render(question, answer.seed, lang),
             "solution": sol, "form": form, "student": answer.attempt.user,
             "assignment": answer.attempt.assignment}
 
@@ -284,7 +298,7 @@ def grade_answer(answer_id: int):
     form = ManualGradeForm(prefix=f"a{answer.id}")
     form.rubric.choices = item["form"].rubric.choices
     if not form.validate_on_submit():
-        flash("Not saved: " + "; ".join(e for es in form.errors.values() for e in es), "error")
+        flash(gettext("Not saved: %(reason)s", reason=_form_problems(form)), "error")
         return redirect(url_for("instructor.grading_queue"))
     question = _bank().get(answer.question_id)
     comment = (form.comment.data or "").strip()
@@ -293,7 +307,7 @@ def grade_answer(answer_id: int):
             verdict = score_rubric(question, form.rubric.data or [], answer.attempt.lang)
             points, details = verdict.points, verdict.details
         elif form.points.data is None:
-            raise quizzes.QuizError(f"give the points (0 to {answer.max_points:g})")
+            raise quizzes.QuizError(gettext("give the points (0 to %(max)s)", max=format(answer.max_points, "g")))
         else:
             points, details = float(form.points.data), {"status": "graded"}
         quizzes.grade_answer_manually(session, current_user, answer, points, comment)
@@ -301,10 +315,10 @@ def grade_answer(answer_id: int):
         session.commit()
     except (AnswerFormatError, quizzes.QuizError) as exc:
         session.rollback()
-        flash(f"Not saved: {exc}", "error")
+        flash(gettext("Not saved: %(reason)s", reason=exc), "error")
     else:
-        flash(f"Saved {points:g} / {answer.max_points:g} for {answer.attempt.user.email}.",
-              "success")
+        flash(gettext("Saved %(points)s / %(max)s for %(email)s.", points=format(points, "g"),
+                      max=format(answer.max_points, "g"), email=answer.attempt.user.email), "success")
     return redirect(url_for("instructor.grading_queue"))
 
 
@@ -322,7 +336,9 @@ def question_bank():
     bank = _bank()
     if form.validate_on_submit():
         bank, problems = review.reload_bank(run_code=bool(request.form.get("run_code")))
-        flash(f"Question bank reloaded: {len(bank)} questions, {len(problems)} problem(s).",
+        flash(ngettext("Question bank reloaded: %(num)d questions, %(problems)d problem(s).",
+                       "Question bank reloaded: %(num)d questions, %(problems)d problem(s).",
+                       len(bank), problems=len(problems)),
               "success" if not problems else "error")
     quizzes_using = {a.slug: set(a.question_ids or []) for a in _course().assignments
                      if a.kind == "quiz"}

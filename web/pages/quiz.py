@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from flask import (Blueprint, abort, current_app, flash, jsonify, redirect, render_template,
                    request, session, url_for)
+from flask_babel import gettext
 from flask_login import current_user, login_required
 
 from ..config import quiz_secret
@@ -11,7 +12,7 @@ from ..models import QuizAttempt
 from ..services import courses, progress, quiz_policy, quizzes
 from .auth import _safe_next
 from .forms import ActionForm, LanguageForm, answer_form, answer_from_form
-from .helpers import LANGUAGES, db, quiz_language
+from .helpers import LANGUAGES, db, interface_language
 
 bp = Blueprint("quiz", __name__)
 
@@ -56,7 +57,7 @@ def _rubric_met(question: dict, row, lang: str) -> list[dict]:
 def quiz(slug: str):
     assignment = _quiz(slug)
     session_db = db()
-    lang = quiz_language()
+    lang = interface_language()
     attempt = quizzes.open_attempt(session_db, current_user, assignment)
     past = session_db.query(QuizAttempt).filter_by(
         user_id=current_user.id, assignment_id=assignment.id, status="submitted") \
@@ -75,12 +76,12 @@ def start(slug: str):
     assignment = _quiz(slug)
     if ActionForm().validate_on_submit():
         try:
-            quizzes.start_attempt(db(), current_user, assignment, lang=quiz_language(),
+            quizzes.start_attempt(db(), current_user, assignment, lang=interface_language(),
                                   secret=quiz_secret(current_app.config))
             db().commit()
         except quizzes.QuizError as exc:
             db().rollback()
-            flash(f"Cannot start the quiz: {exc}", "error")
+            flash(gettext("Cannot start the quiz: %(reason)s", reason=exc), "error")
     return redirect(url_for("quiz.quiz", slug=slug))
 
 
@@ -91,17 +92,17 @@ def answer(slug: str, question_id: str):
     session_db = db()
     attempt = quizzes.open_attempt(session_db, current_user, assignment)
     if attempt is None:
-        flash("This quiz has no open attempt; start one first.", "error")
+        flash(gettext("This quiz has no open attempt; start one first."), "error")
         return redirect(url_for("quiz.quiz", slug=slug))
-    lang = quiz_language()
+    lang = interface_language()
     shown = next((q["question"] for q in quizzes.rendered_questions(attempt, lang)
                   if q["question_id"] == question_id), None)
     if shown is None:
         abort(404)
     form = answer_form(shown)
     if not form.validate_on_submit():
-        problems = "; ".join(e for errors in form.errors.values() for e in errors)
-        flash(f"Answer not saved: {problems}", "error")
+        problems = "; ".join(str(e) for errors in form.errors.values() for e in errors)
+        flash(gettext("Answer not saved: %(problems)s", problems=problems), "error")
     else:
         config = current_app.config
         try:  # a code answer is queued for the grading workers, never run in this process
@@ -112,7 +113,7 @@ def answer(slug: str, question_id: str):
             session_db.commit()
         except quizzes.QuizError as exc:
             session_db.rollback()
-            flash(f"Answer not accepted: {exc}", "error")
+            flash(gettext("Answer not accepted: %(reason)s", reason=exc), "error")
     return redirect(url_for("quiz.quiz", slug=slug) + f"#q-{question_id}")
 
 
@@ -123,7 +124,7 @@ def answer_status(attempt_id: int, question_id: str):
     row = quizzes.get_attempt(db(), attempt_id)
     if row is None or (row.user_id != current_user.id and not current_user.is_instructor):
         abort(404)
-    items = [i for i in _attempt_items(row, quiz_language(), with_forms=False)
+    items = [i for i in _attempt_items(row, interface_language(), with_forms=False)
              if i["question_id"] == question_id]
     if not items:
         abort(404)
@@ -142,8 +143,8 @@ def submit(slug: str):
         return redirect(url_for("quiz.quiz", slug=slug))
     quizzes.submit_attempt(db(), attempt)
     db().commit()
-    flash("Quiz submitted." + (" Free-text answers wait for your instructor's review."
-                               if attempt.needs_manual else ""), "success")
+    flash(gettext("Quiz submitted. Free-text answers wait for your instructor's review.")
+          if attempt.needs_manual else gettext("Quiz submitted."), "success")
     return redirect(url_for("quiz.attempt", attempt_id=attempt.id))
 
 
@@ -153,22 +154,32 @@ def attempt(attempt_id: int):
     row = quizzes.get_attempt(db(), attempt_id)
     if row is None or (row.user_id != current_user.id and not current_user.is_instructor):
         abort(404)
-    lang = quiz_language()
+    lang = interface_language()
     return render_template("quiz/attempt.html", attempt=row, assignment=row.assignment,
                            items=_attempt_items(row, lang, with_forms=False), lang=lang,
                            lang_form=LanguageForm(lang=lang))
 
 
+@bp.get("/language/<lang>")
+def visitor_language(lang: str):
+    """A visitor's choice (the header's links), kept in the session until they sign in (which
+    sets the account's); an account's language changes only by the form (a POST) below."""
+    if not current_user.is_authenticated and lang in LANGUAGES:
+        session["lang"] = lang
+    return redirect(_safe_next(request.args.get("next")) or url_for("auth.sign_in"))
+
+
 @bp.post("/language")
 @login_required
 def set_language():
+    """The account's one language switch (account page, quiz pages): the interface's language,
+    the account's saved language and its open quiz attempt's (so the questions and their
+    feedback follow)."""
     form = LanguageForm()
     if form.validate_on_submit() and form.lang.data in LANGUAGES:
         session["lang"] = form.lang.data
         current_user.locale = form.lang.data
-        attempt_lang = form.lang.data
-        # an open attempt follows, so its feedback comes in the new language too
         for attempt in db().query(QuizAttempt).filter_by(user_id=current_user.id, status="open"):
-            attempt.lang = attempt_lang
+            attempt.lang = form.lang.data
         db().commit()
     return redirect(_safe_next(request.form.get("next")) or url_for("student.home"))

@@ -3,29 +3,32 @@ from __future__ import annotations
 
 import json
 
-# details key -> label, in the order a student reads them
+from flask_babel import lazy_gettext as _l
+
+# details key -> label, in the order a student reads them (looked up in the page's language
+# when shown; d_k and dtype are the names students write)
 FACTS = (
-    ("case", "failing case"),
-    ("line", "line"),
-    ("cell", "notebook cell"),
-    ("offset", "column"),
-    ("text", "source line"),
-    ("shapes", "input shapes"),
-    ("input", "input"),
+    ("case", _l("failing case")),
+    ("line", _l("line")),
+    ("cell", _l("notebook cell")),
+    ("offset", _l("column")),
+    ("text", _l("source line")),
+    ("shapes", _l("input shapes")),
+    ("input", _l("input")),
     ("dtype", "dtype"),
-    ("mask", "mask"),
-    ("max_error", "largest error"),
-    ("tolerance", "allowed error"),
-    ("worst_index", "at index"),
-    ("worst_value", "your value there"),
-    ("expected_value", "expected value"),
-    ("nonfinite", "NaN/inf values"),
-    ("max_abs_logit", "largest |logit|"),
+    ("mask", _l("mask")),
+    ("max_error", _l("largest error")),
+    ("tolerance", _l("allowed error")),
+    ("worst_index", _l("at index")),
+    ("worst_value", _l("your value there")),
+    ("expected_value", _l("expected value")),
+    ("nonfinite", _l("NaN/inf values")),
+    ("max_abs_logit", _l("largest |logit|")),
     ("d_k", "d_k"),
-    ("scale_argument", "scale argument"),
-    ("fitted_scale", "scale found in your weights"),
-    ("r2", "fit R²"),
-    ("row_sums", "row sums (first rows)"),
+    ("scale_argument", _l("scale argument")),
+    ("fitted_scale", _l("scale found in your weights")),
+    ("r2", _l("fit R²")),
+    ("row_sums", _l("row sums (first rows)")),
 )
 PICTURE_KEYS = {"weights_submission", "weights_reference", "variance_by_dk"}
 # Shown another way or internal: the traceback has its own block (newlines kept), the

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from flask import Blueprint, flash, redirect, render_template, url_for
+from flask_babel import gettext
 from flask_login import current_user
 
 from ..services import signup
@@ -38,7 +39,7 @@ def save_settings():
             form.domains.errors.append(str(exc))
         else:
             db().commit()
-            flash("Sign-up settings saved.", "success")
+            flash(gettext("Sign-up settings saved."), "success")
             return redirect(url_for("signup_admin.page"))
     return _page(settings_form=form)
 
@@ -62,5 +63,5 @@ def create_invitation():
 def revoke_invitation(invitation_id: int):
     if ActionForm().validate_on_submit() and signup.revoke_invitation(db(), invitation_id):
         db().commit()
-        flash("Invitation withdrawn.", "success")
+        flash(gettext("Invitation withdrawn."), "success")
     return redirect(url_for("signup_admin.page"))

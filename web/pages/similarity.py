@@ -6,6 +6,7 @@ background (``web.services.similarity``), and the page refreshes itself while it
 from __future__ import annotations
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask_babel import gettext
 from flask_login import current_user
 
 from ..extensions import state
@@ -49,7 +50,7 @@ def start(slug: str):
             similarity.start_report(db(), state().engine, assignment, current_user, threshold)
         except similarity.ReviewRefused as exc:
             db().rollback()
-            flash(f"Not started: {exc}", "error")
+            flash(gettext("Not started: %(reason)s", reason=exc), "error")
     return redirect(url_for("similarity.report", slug=slug))
 
 

@@ -17,6 +17,7 @@ import ssl
 from concurrent.futures import ThreadPoolExecutor
 from email.message import EmailMessage
 
+from flask_babel import force_locale, gettext
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy.orm import Session
 
@@ -49,12 +50,13 @@ def user_for_token(session: Session, token: str, secret_key: str, max_age: int) 
     try:
         data = _serializer(secret_key).loads(token, max_age=max_age)
     except SignatureExpired:
-        raise ResetLinkInvalid("this reset link has expired; ask for a new one") from None
+        raise ResetLinkInvalid(gettext("this reset link has expired; ask for a new one")) from None
     except BadSignature:
-        raise ResetLinkInvalid("this reset link is not valid; ask for a new one") from None
+        raise ResetLinkInvalid(gettext("this reset link is not valid; ask for a new one")) from None
     user = session.get(User, data.get("user")) if isinstance(data, dict) else None
     if user is None or not user.is_active or data.get("password") != _fingerprint(user):
-        raise ResetLinkInvalid("this reset link was already used or is no longer valid; ask for a new one")
+        raise ResetLinkInvalid(gettext("this reset link was already used or is no longer valid; "
+                                       "ask for a new one"))
     return user
 
 
@@ -105,11 +107,15 @@ def request_reset(session: Session, email: str, config: dict, link_for) -> objec
     user = find_user(session, email)
     if user is None or not user.is_active or not mail_configured(config):
         return None
-    minutes = config["PASSWORD_RESET_SECONDS"] // 60
-    body = (f"Hello {user.name},\n\n"
-            f"someone (we hope you) asked to reset the password of your attn-grader account.\n"
-            f"Open this link within {minutes} minutes to choose a new password:\n\n"
-            f"{link_for(make_token(user, config['SECRET_KEY']))}\n\n"
-            f"The link works once. If you did not ask for it, ignore this message: your password "
-            f"stays as it is.\n")
-    return _mailer.submit(_send_logged, dict(config), user.email, "Reset your attn-grader password", body)
+    link = link_for(make_token(user, config["SECRET_KEY"]))
+    with force_locale(user.locale or "en"):  # the account's language, not the asker's browser's
+        body = gettext(
+            "Hello %(name)s,\n\n"
+            "someone (we hope you) asked to reset the password of your attn-grader account.\n"
+            "Open this link within %(minutes)s minutes to choose a new password:\n\n"
+            "%(link)s\n\n"
+            "The link works once. If you did not ask for it, ignore this message: your password "
+            "stays as it is.\n", name=user.name, minutes=config["PASSWORD_RESET_SECONDS"] // 60,
+            link=link)
+        subject = gettext("Reset your attn-grader password")
+    return _mailer.submit(_send_logged, dict(config), user.email, subject, body)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from flask_babel import gettext
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -32,9 +33,9 @@ def submission_window(assignment: Assignment, now: datetime,
     """Whether a student may submit now, and why not (``deadline``: the student's own)."""
     deadline = deadline or assignment.deadline
     if assignment.opens_at and now < assignment.opens_at:
-        return False, f"opens {assignment.opens_at:%Y-%m-%d %H:%M} UTC"
+        return False, gettext("opens %(when)s UTC", when=assignment.opens_at.strftime("%Y-%m-%d %H:%M"))
     if deadline and now > deadline and assignment.late_policy == "reject":
-        return False, "the deadline has passed"
+        return False, gettext("the deadline has passed")
     return True, ""
 
 
@@ -75,7 +76,7 @@ def _standing(assignment, status, best, top, used, now, latest_id, limits) -> As
     left = None if limits.max_attempts is None else max(0, limits.max_attempts - used)
     is_open, reason = submission_window(assignment, now, limits.deadline)
     if is_open and left == 0:
-        is_open, reason = False, "no attempts left"
+        is_open, reason = False, gettext("no attempts left")
     return AssignmentStanding(assignment, status, best, top, used, left, is_open, reason, latest_id,
                               deadline=limits.deadline, extended=limits.extended)
 

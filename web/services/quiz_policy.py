@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 
+from flask_babel import gettext
+
 from ..models import Assignment, QuizAnswer, QuizAttempt, QuizTry, utcnow
 
 MIN_TRY_PENALTY = 0.05  # at most 20 tries: below this, options could be tried for free
@@ -61,13 +63,13 @@ def graded_tries(row: QuizAnswer) -> list[QuizTry]:
 def why_closed(assignment: Assignment, row: QuizAnswer) -> str | None:
     """Why no further try is accepted for this question, or None if one is."""
     if row.state == "pending":
-        return "your previous answer to this question is still being graded; wait for its result"
+        return gettext("your previous answer to this question is still being graded; wait for its result")
     if row.state == "final":
         if row.correct:
-            return "this question is already answered correctly"
+            return gettext("this question is already answered correctly")
         if assignment.answer_policy == "penalised_tries":
-            return "no tries left for this question"
-        return "this quiz allows one try per question, and this one is answered"
+            return gettext("no tries left for this question")
+        return gettext("this quiz allows one try per question, and this one is answered")
     return None
 
 
@@ -133,16 +135,17 @@ def fail_try(tried: QuizTry, reason: str, now=None) -> None:
 def visible_feedback(attempt: QuizAttempt, row: QuizAnswer) -> str:
     """The feedback a student may see now: all of it once final, else only the verdict."""
     if row.state == "pending":
-        return "Being graded by the grading workers…"
+        return gettext("Being graded by the grading workers…")
     if row.state == "final" or attempt.status == "submitted" or row.correct is None:
         held_back = (row.details or {}).get("explanation")  # worked solution, shown once final
         if held_back and held_back not in (row.feedback or "") and row.correct is not None:
             return f"{row.feedback}\n\n{held_back}"
         return row.feedback
     summary = try_summary(attempt, row)
-    verdict = "Partly right" if row.points > 0 else "Not right yet"
-    shown = (f"{verdict}. Try {summary['used']} of {summary['allowed']}; a right answer now "
-             f"earns up to {summary['next_share']:.0%} of the points.")
+    verdict = gettext("Partly right.") if row.points > 0 else gettext("Not right yet.")
+    shown = verdict + " " + gettext(
+        "Try %(used)s of %(allowed)s; a right answer now earns up to %(share)s of the points.",
+        used=summary["used"], allowed=summary["allowed"], share=format(summary["next_share"], ".0%"))
     calls = (row.details or {}).get("verdict")  # code: which test call failed, and how
     return f"{shown} {calls}" if calls else shown
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 
+from flask_babel import gettext
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, joinedload, selectinload
 
@@ -99,7 +100,7 @@ def start_attempt(session: Session, user: User, assignment: Assignment,
     from questions.variants import variant_seed
 
     if assignment.kind != "quiz":
-        raise QuizError(f"{assignment.slug} is not a quiz")
+        raise QuizError(gettext("%(slug)s is not a quiz", slug=assignment.slug))
     existing = open_attempt(session, user, assignment)
     if existing is not None:
         return existing
@@ -112,9 +113,11 @@ def start_attempt(session: Session, user: User, assignment: Assignment,
         late = limits.deadline and now > limits.deadline
         if late and assignment.late_policy == "reject":
             raise QuizError(
-                f"the deadline for {assignment.slug} passed at {iso(limits.deadline)}")
+                gettext("the deadline for %(slug)s passed at %(when)s", slug=assignment.slug,
+                        when=iso(limits.deadline)))
         if limits.max_attempts is not None and used >= limits.max_attempts:
-            raise QuizError(f"no attempts left: {used} of {limits.max_attempts} used")
+            raise QuizError(gettext("no attempts left: %(used)s of %(allowed)s used", used=used,
+                                    allowed=limits.max_attempts))
     attempt = QuizAttempt(assignment=assignment, user=user, lang=lang, started_at=now)
     key = student_key(user, used + 1)
     bank = question_bank()
@@ -163,10 +166,10 @@ def answer_question(session: Session, attempt: QuizAttempt, question_id: str, an
     from questions.answers import AnswerFormatError, grade_answer
 
     if attempt.status != "open":
-        raise QuizError("this attempt is already submitted")
+        raise QuizError(gettext("this attempt is already submitted"))
     row = next((a for a in attempt.answers if a.question_id == question_id), None)
     if row is None:
-        raise QuizError(f"question {question_id!r} is not part of this quiz")
+        raise QuizError(gettext("question %(id)s is not part of this quiz", id=repr(question_id)))
     refusal = quiz_policy.why_closed(attempt.assignment, row)
     if refusal:
         raise QuizError(refusal)
@@ -191,7 +194,7 @@ def answer_question(session: Session, attempt: QuizAttempt, question_id: str, an
 def _queue_code_try(session, attempt, row, code, now, dispatcher, max_job_attempts,
                     max_code_bytes) -> QuizAnswer:
     if not isinstance(code, str):
-        raise QuizError("expected Python source code as a string")
+        raise QuizError(gettext("expected Python source code as a string"))
     try:
         code = decode_source(code, max_code_bytes)
     except SubmissionRejected as exc:
@@ -219,7 +222,7 @@ def submit_attempt(session: Session, attempt: QuizAttempt, now=None) -> QuizAtte
     totalled in when their verdict arrives.
     """
     if attempt.status != "open":
-        raise QuizError("this attempt is already submitted")
+        raise QuizError(gettext("this attempt is already submitted"))
     attempt.status, attempt.submitted_at = "submitted", now or utcnow()
     for row in attempt.answers:
         if row.state != "pending":
@@ -247,7 +250,7 @@ def grade_answer_manually(session: Session, grader: User, answer: QuizAnswer, po
     if not grader.is_instructor:
         raise PermissionError("only instructors grade answers")
     if not 0 <= points <= answer.max_points:
-        raise QuizError(f"points must be between 0 and {answer.max_points}")
+        raise QuizError(gettext("points must be between 0 and %(max)s", max=answer.max_points))
     grade = ManualGrade(grader=grader, quiz_answer=answer, points=points,
                         max_points=answer.max_points, comment=comment)
     session.add(grade)
@@ -266,7 +269,7 @@ def grade_submission_manually(session: Session, grader: User, submission: Submis
         raise PermissionError("only instructors grade submissions")
     top = submission.max_score
     if points < 0 or (top is not None and points > top):
-        raise SubmissionRejected(f"points must be between 0 and {top}")
+        raise SubmissionRejected(gettext("points must be between 0 and %(max)s", max=top))
     grade = ManualGrade(grader=grader, submission=submission, points=points, max_points=top,
                         comment=comment)
     session.add(grade)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from flask_babel import gettext
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -44,9 +45,10 @@ def why_not_regradable(submission: Submission) -> str | None:
     """None if the submission can be queued again; else the reason, as a phrase."""
     job = submission.job
     if job is None:
-        return f"submission {submission.id} has no grading job"
+        return gettext("submission %(number)s has no grading job", number=submission.id)
     if job.status not in FINISHED:  # its grading is under way: that run is the current grader's
-        return f"submission {submission.id} is already {job.status}"
+        return gettext("submission %(number)s is already %(status)s", number=submission.id,
+                       status=job.status)
     return None
 
 

@@ -12,6 +12,7 @@ import re
 import secrets
 from datetime import datetime, timedelta
 
+from flask_babel import gettext
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
@@ -88,15 +89,15 @@ def create_invitation(session: Session, creator: User, *, email: str | None = No
 
 def invitation_problem(invitation: Invitation | None, email: str, now: datetime) -> str | None:
     if invitation is None:
-        return "this invitation link is not valid; ask your instructor for a new one"
+        return gettext("this invitation link is not valid; ask your instructor for a new one")
     if invitation.revoked_at is not None:
-        return "this invitation was withdrawn; ask your instructor for a new one"
+        return gettext("this invitation was withdrawn; ask your instructor for a new one")
     if invitation.expires_at and now > invitation.expires_at:
-        return "this invitation has expired; ask your instructor for a new one"
+        return gettext("this invitation has expired; ask your instructor for a new one")
     if invitation.uses >= invitation.max_uses:
-        return "this invitation has been used up; ask your instructor for a new one"
+        return gettext("this invitation has been used up; ask your instructor for a new one")
     if invitation.email and invitation.email != normalize_email(email):
-        return "this invitation is for another e-mail address"
+        return gettext("this invitation is for another e-mail address")
     return None
 
 
@@ -110,16 +111,18 @@ def admit(session: Session, email: str, code: str | None, now: datetime | None =
     now = now or utcnow()
     row = settings(session)
     if row.mode == "closed":
-        raise SignupRefused("sign-up is closed on this site; ask your instructor for an account")
+        raise SignupRefused(gettext("sign-up is closed on this site; ask your instructor for an account"))
     if row.mode == "open":  # an invitation link followed on an open site needs no checking
         return None
     if row.mode == "domain" and domain_allowed(row, email):
         return None  # an invitation they may also hold is kept for someone who needs it
     if not code and row.mode == "domain":
-        raise SignupRefused("sign-up is limited to addresses at " + ", ".join(row.allowed_domains.split())
-                            + "; use that address, or ask your instructor for an invitation")
+        raise SignupRefused(gettext("sign-up is limited to addresses at %(domains)s; use that address, "
+                                    "or ask your instructor for an invitation",
+                                    domains=", ".join(row.allowed_domains.split())))
     if not code:
-        raise SignupRefused("sign-up needs an invitation: open the invitation link your instructor sent you")
+        raise SignupRefused(gettext("sign-up needs an invitation: open the invitation link your "
+                                    "instructor sent you"))
     invitation = find_invitation(session, code)
     problem = invitation_problem(invitation, email, now)
     if problem:
@@ -128,7 +131,7 @@ def admit(session: Session, email: str, code: str | None, now: datetime | None =
                                                     Invitation.uses < Invitation.max_uses)
                            .values(uses=Invitation.uses + 1))
     if used.rowcount != 1:
-        raise SignupRefused("this invitation has been used up; ask your instructor for a new one")
+        raise SignupRefused(gettext("this invitation has been used up; ask your instructor for a new one"))
     return invitation
 
 

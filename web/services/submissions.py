@@ -3,6 +3,9 @@
 ``submit`` validates, commits the submission and its grading job in one transaction, and
 only then notifies the workers: if the notification is lost the job is still in the
 database and the reconciler re-sends it.
+
+Refusals are in the request's language (``gettext``; English for the API, which sends no
+language, and outside a request).
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import logging
 import math
 from datetime import datetime, timedelta
 
+from flask_babel import gettext
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -38,18 +42,20 @@ def decode_source(raw: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     data = raw.encode() if isinstance(raw, str) else raw
     if len(data) > max_bytes:
         raise SubmissionRejected(
-            f"the file is {len(data)} bytes; the limit is {max_bytes} bytes", 413)
+            gettext("the file is %(size)s bytes; the limit is %(limit)s bytes",
+                    size=len(data), limit=max_bytes), 413)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SubmissionRejected(
-            f"the file is not UTF-8 text (byte {exc.start} is invalid); save it as UTF-8") from None
+            gettext("the file is not UTF-8 text (byte %(byte)s is invalid); save it as UTF-8",
+                    byte=exc.start)) from None
     if text.startswith("\ufeff"):
         text = text[1:]
     if not text.strip():
-        raise SubmissionRejected("the file is empty")
+        raise SubmissionRejected(gettext("the file is empty"))
     if "\x00" in text:
-        raise SubmissionRejected("the file contains NUL bytes; it is not Python source")
+        raise SubmissionRejected(gettext("the file contains NUL bytes; it is not Python source"))
     return text
 
 
@@ -62,12 +68,13 @@ def notebook_code(raw: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     data = raw.encode() if isinstance(raw, str) else raw
     if len(data) > 2 * max_bytes:
         raise SubmissionRejected(
-            f"the notebook is {len(data)} bytes; the limit is {2 * max_bytes} bytes: clear its "
-            f"outputs (Edit → Clear All Outputs) and save it again", 413)
+            gettext("the notebook is %(size)s bytes; the limit is %(limit)s bytes: clear its "
+                    "outputs (Edit → Clear All Outputs) and save it again",
+                    size=len(data), limit=2 * max_bytes), 413)
     try:
         return notebook_script(data)
     except NotebookError as exc:
-        raise SubmissionRejected(f"notebook not accepted: {exc}") from None
+        raise SubmissionRejected(gettext("notebook not accepted: %(reason)s", reason=exc)) from None
 
 
 def notebook_view(submission: Submission, checks: list[dict], error: str | None
@@ -106,8 +113,9 @@ def _check_window(session: Session, user: User, assignment: Assignment, now: dat
         oldest = recent[-1]
         wait = max(1, math.ceil((oldest + timedelta(seconds=seconds) - now).total_seconds()))
         raise SubmissionRejected(
-            f"rate limited: at most {count} submissions per {wait_phrase(seconds)} for "
-            f"{assignment.slug}; try again in {wait_phrase(wait)}", 429, retry_after=wait)
+            gettext("rate limited: at most %(count)s submissions per %(window)s for %(slug)s; "
+                    "try again in %(wait)s", count=count, window=wait_phrase(seconds),
+                    slug=assignment.slug, wait=wait_phrase(wait)), 429, retry_after=wait)
 
 
 def submit(session: Session, user: User, assignment: Assignment, code: str | bytes, *,
@@ -123,24 +131,27 @@ def submit(session: Session, user: User, assignment: Assignment, code: str | byt
         code = notebook_code(code, max_bytes)
     text = decode_source(code, max_bytes)
     if assignment.kind != "task":
-        raise SubmissionRejected(f"{assignment.slug} is a quiz; answer it on the quiz page")
+        raise SubmissionRejected(gettext("%(slug)s is a quiz; answer it on the quiz page",
+                                         slug=assignment.slug))
     staff = user.is_instructor
     if not staff and not assignment.visible:
-        raise SubmissionRejected(f"unknown task {assignment.slug!r}", 404)
+        raise SubmissionRejected(gettext("unknown task %(slug)s", slug=repr(assignment.slug)), 404)
     if not staff and assignment.opens_at and now < assignment.opens_at:
         raise SubmissionRejected(
-            f"{assignment.slug} opens at {iso(assignment.opens_at)}", 403)
+            gettext("%(slug)s opens at %(when)s", slug=assignment.slug,
+                    when=iso(assignment.opens_at)), 403)
     limits = limits_for(session, user, assignment)  # the student's own, with an extension
     late = bool(limits.deadline and now > limits.deadline)
     if late and not staff and assignment.late_policy == "reject":
         raise SubmissionRejected(
-            f"the deadline for {assignment.slug} passed at {iso(limits.deadline)}", 403)
+            gettext("the deadline for %(slug)s passed at %(when)s", slug=assignment.slug,
+                    when=iso(limits.deadline)), 403)
     if not staff and limits.max_attempts is not None:
         used = attempts_used(session, user, assignment)
         if used >= limits.max_attempts:
             raise SubmissionRejected(
-                f"no attempts left: {used} of {limits.max_attempts} used for "
-                f"{assignment.slug}", 403)
+                gettext("no attempts left: %(used)s of %(allowed)s used for %(slug)s", used=used,
+                        allowed=limits.max_attempts, slug=assignment.slug), 403)
     if not staff:
         _check_window(session, user, assignment, now)
 

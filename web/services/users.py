@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+from flask_babel import gettext
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -22,11 +23,11 @@ def add_user(session: Session, email: str, role: str = "student", password: str 
     """Create a user (enrolled in the default course if there is one); ValueError if invalid."""
     email = normalize_email(email)
     if not _EMAIL.match(email):
-        raise ValueError(f"not an email address: {email!r}")
+        raise ValueError(gettext("not an email address: %(email)s", email=repr(email)))
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}: use one of {', '.join(ROLES)}")
     if find_user(session, email) is not None:
-        raise ValueError(f"a user with email {email} already exists")
+        raise ValueError(gettext("a user with email %(email)s already exists", email=email))
     user = User(email=email, role=role, name=name or email.split("@")[0],
                 password_hash=hash_password(password, email) if password else None)
     session.add(user)

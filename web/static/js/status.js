@@ -19,7 +19,8 @@
     }
     var badge = document.querySelector("h1 [data-status]");
     if (badge) {
-      badge.textContent = status === "done" ? "graded" : status;
+      // the steps are labelled by the server in the page's language; the badge reuses them
+      badge.textContent = at >= 0 && steps[at] ? steps[at].textContent : status;
       badge.className = "badge badge-" + status;
     }
   }

@@ -1,0 +1,38 @@
+"""The interface language: one per account, used for every page, quiz and message.
+
+Flask-Babel is set up here, for the whole app (pages and JSON API), so a message from
+``web.services`` can be marked with ``gettext`` whichever blueprint shows it. The catalogues
+are web/translations (extracted by ``make i18n``; see babel.cfg).
+
+The language is chosen in this order: the session's (set at sign-in from the account, or by
+the language switch), the signed-in account's ``User.locale``, the browser's Accept-Language;
+English otherwise.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Flask, has_request_context, request, session
+from flask_babel import Babel
+from flask_login import current_user
+
+LANGUAGES = {"en": "English", "ru": "Русский", "zh": "中文"}
+DEFAULT_LANGUAGE = "en"
+TRANSLATIONS = Path(__file__).resolve().parent / "translations"
+
+
+def interface_language() -> str:
+    """The language code of this request's pages and messages (one of ``LANGUAGES``)."""
+    if not has_request_context():
+        return DEFAULT_LANGUAGE
+    lang = session.get("lang")
+    if lang not in LANGUAGES and current_user and current_user.is_authenticated:
+        lang = current_user.locale
+    if lang not in LANGUAGES:
+        lang = request.accept_languages.best_match(list(LANGUAGES))
+    return lang if lang in LANGUAGES else DEFAULT_LANGUAGE
+
+
+def init_app(app: Flask) -> None:
+    Babel(app, locale_selector=interface_language, default_locale=DEFAULT_LANGUAGE,
+          default_translation_directories=str(TRANSLATIONS))
