@@ -34,7 +34,7 @@ lock:
 # that are committed with them. Translate new entries in the .po files, then run it again.
 i18n: install
 	$(VENV)/bin/pybabel extract -F babel.cfg -k _l -k lazy_gettext -o web/translations/messages.pot --no-location --project attn-grader .
-	$(VENV)/bin/pybabel update -i web/translations/messages.pot -d web/translations
+	$(VENV)/bin/pybabel update --no-fuzzy-matching -i web/translations/messages.pot -d web/translations
 	$(VENV)/bin/pybabel compile -d web/translations --statistics
 
 install: $(VENV)/.installed
