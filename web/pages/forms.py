@@ -45,6 +45,10 @@ class SignInForm(FlaskForm):
     submit = SubmitField("Sign in")
 
 
+# The languages an account can choose (pages, quiz, feedback), in their own names.
+LANGUAGE_CHOICES = [("en", "English"), ("ru", "Русский"), ("zh", "中文")]
+
+
 class SignUpForm(FlaskForm):
     name = StringField("Name", validators=[DataRequired(), Length(max=200)])
     email = EmailField("Email", validators=[DataRequired(), Regexp(EMAIL_PATTERN, message="not an email address"),
@@ -54,6 +58,9 @@ class SignUpForm(FlaskForm):
     password = PasswordField("Password", validators=[DataRequired()])
     confirm = PasswordField("Repeat the password",
                             validators=[DataRequired(), EqualTo("password", "the passwords differ")])
+    # chosen once here (preset to the browser's language), changed later on the account page
+    # (not sent, or not one of ours: the page's language, see auth.sign_up)
+    lang = SelectField("Language", choices=options(LANGUAGE_CHOICES), validate_choice=False)
     invite = HiddenField()  # the invitation code from the link, carried through the form
     submit = SubmitField("Create account")
 
@@ -137,8 +144,7 @@ class TokenForm(FlaskForm):
 
 
 class LanguageForm(FlaskForm):
-    lang = SelectField("Quiz language", choices=options([("en", "English"), ("ru", "Русский"),
-                                                         ("zh", "中文")]))
+    lang = SelectField("Quiz language", choices=options(LANGUAGE_CHOICES))
     submit = SubmitField("Switch")
 
 
