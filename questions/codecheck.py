@@ -30,7 +30,7 @@ PREVIEW_ROWS, PREVIEW_COLS, PREVIEW_DIGITS = 4, 6, 4
 def preview(value) -> dict:
     """A small, rounded, JSON-ready view of one value for the feedback's expected-vs-got.
 
-    A tensor shows its shape, dtype and the corner ``[0, ..., :4, :6]`` as ``rows`` (always a
+    A tensor shows its shape, dtype and the corner ``[0, ..., :4, :6]`` (``index``) as ``rows`` (always a
     list of rows, whatever the tensor's rank); anything else only its type. Built in the parent from tensors it holds (the reference's output, or the child's
     output after it was received and checked), never from the child's own description.
     """
@@ -40,10 +40,9 @@ def preview(value) -> dict:
     index = []
     while corner.dim() > 2:
         corner, index = corner[0], index + ["0"]
-    if corner.dim() == 2:
-        corner, index = corner[:PREVIEW_ROWS, :PREVIEW_COLS], index + [f":{PREVIEW_ROWS}", f":{PREVIEW_COLS}"]
-    elif corner.dim() == 1:
-        corner, index = corner[:PREVIEW_COLS], index + [f":{PREVIEW_COLS}"]
+    limits = (PREVIEW_ROWS, PREVIEW_COLS)[-corner.dim():] if corner.dim() else ()
+    index += [f":{n}" if size > n else ":" for size, n in zip(corner.shape, limits)]
+    corner = corner[tuple(slice(n) for n in limits)]
     if corner.is_floating_point():
         # -inf (a masked score) and NaN as text: JSON has no such numbers (PostgreSQL refuses them)
         values = _finite_or_text(torch.round(corner.double(), decimals=PREVIEW_DIGITS).tolist())
@@ -51,7 +50,8 @@ def preview(value) -> dict:
         values = corner.tolist()
     rows = values if corner.dim() == 2 else [values] if corner.dim() == 1 else [[values]]
     return {"shape": list(value.shape), "dtype": str(value.dtype).replace("torch.", ""),
-            "index": f"[{', '.join(index)}]" if index else "", "rows": rows}
+            # which part is shown, numpy-style; empty when it is the whole tensor
+            "index": f"[{', '.join(index)}]" if any(i != ":" for i in index) else "", "rows": rows}
 
 
 def _finite_or_text(values):

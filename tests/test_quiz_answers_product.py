@@ -87,5 +87,21 @@ def test_a_failing_code_answer_shows_its_inputs_the_expected_values_and_what_it_
         cells = [float(c) for c in re.findall(r"<td>([^<]+)</td>", html)]
         corner = torch.round(tensor[:4, :6].double(), decimals=4).flatten().tolist()
         assert cells == corner, name
-        assert "float32 3×5" in html and "[:4, :6]" in html
+        assert "float32 3×5" in html  # the whole 3×5: no slice named
     assert want[0, 0] != got[0, 0]  # the two tables differ where the scale is missing
+
+
+def test_the_preview_names_the_corner_it_shows_and_writes_infinities_as_text():
+    import json
+
+    import torch
+
+    from questions.codecheck import preview
+    big = preview(torch.arange(2 * 3 * 7 * 9, dtype=torch.float32).reshape(2, 3, 7, 9) / 3)
+    assert big["index"] == "[0, 0, :4, :6]" and big["shape"] == [2, 3, 7, 9]
+    assert len(big["rows"]) == 4 and all(len(r) == 6 for r in big["rows"])
+    assert big["rows"][0][1] == 0.3333  # rounded to 4 decimals
+    masked = preview(torch.tensor([[0.5, float("-inf")]]))
+    assert masked["index"] == "" and masked["rows"] == [[0.5, "-inf"]]
+    json.dumps(masked, allow_nan=False)  # storable in PostgreSQL's JSON
+    assert preview(None) == {"type": "NoneType"}
