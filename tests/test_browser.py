@@ -225,6 +225,8 @@ def test_student_journey(server, lang):
     page.wait_for_selector(".CodeMirror")  # the textarea became an editor
     expect_lang(page, lang)
     assert page.locator(".markdown h1, .markdown h2, .markdown p").count() > 0
+    # the spec's code (the signature) wraps in its column: nothing hidden behind a scroll bar
+    assert page.evaluate("[...document.querySelectorAll('.markdown pre')].every(p => p.scrollWidth <= p.clientWidth)")
     expect_label(page, lang, "#submit-form button[type=submit]", "Submit for grading")
     task_url = page.url
     shot(page, f"{lang}-03-task")
