@@ -334,7 +334,7 @@ def question_export():
     """The bank as a file for an LMS, in the formats ``attn-grader questions export`` writes."""
     from questions.export import DOWNLOADS, export_download
 
-    fmt, lang = request.args.get("format"), request.args.get("lang", "en")
+    fmt, lang = request.args.get("format", "qti"), request.args.get("lang", "en")  # QTI: what most LMSs import
     variants = request.args.get("variants", default=1, type=int)
     if fmt not in DOWNLOADS or lang not in LANGUAGES or not 1 <= (variants or 0) <= 50:
         abort(400)
