@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import zipfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -375,6 +376,13 @@ def test_instructor_journey(server, lang):
     assert canvas[1][0].strip() == "Points Possible"
     row = next(r for r in canvas if r[3] == email(lang))
     assert row[0] == person["sortable"]
+
+    if lang == "en":  # the question bank's export, as an LMS would import it
+        page.goto(base + "/instructor/questions")
+        with page.expect_download() as download:
+            page.click("#question-export button[value=qti]")
+        with zipfile.ZipFile(download.value.path()) as package:
+            assert "imsmanifest.xml" in package.namelist()
 
     # The grading queue: tick rubric items, comment, save; the answer leaves the queue.
     page.goto(base + "/instructor/grading")
