@@ -36,6 +36,8 @@ def preview(value) -> dict:
     """
     if not isinstance(value, torch.Tensor):
         return {"type": type(value).__name__}
+    if value.is_complex():  # no JSON number for it, and never what a question asks for
+        return {"type": "tensor", "shape": list(value.shape), "dtype": str(value.dtype).replace("torch.", "")}
     corner = value.detach()
     index = []
     while corner.dim() > 2:

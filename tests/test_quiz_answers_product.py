@@ -105,3 +105,4 @@ def test_the_preview_names_the_corner_it_shows_and_writes_infinities_as_text():
     assert masked["index"] == "" and masked["rows"] == [[0.5, "-inf"]]
     json.dumps(masked, allow_nan=False)  # storable in PostgreSQL's JSON
     assert preview(None) == {"type": "NoneType"}
+    assert "rows" not in preview(torch.ones(2, 2, dtype=torch.complex64))  # JSON has no complex
