@@ -6,6 +6,8 @@ never sees the reference and never decides the verdict.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from . import references
@@ -18,6 +20,46 @@ def _describe(function: str, args: list) -> str:
     shown = [f"<{str(a.dtype).replace('torch.', '')} tensor {tuple(a.shape)}>"
              if isinstance(a, torch.Tensor) else repr(a) for a in args]
     return f"{function}({', '.join(shown)})"
+
+
+# How much of a failing case's tensors the feedback shows: a corner of the last two axes,
+# rounded, enough to see a wrong scale or a mask off by one without a wall of numbers.
+PREVIEW_ROWS, PREVIEW_COLS, PREVIEW_DIGITS = 4, 6, 4
+
+
+def preview(value) -> dict:
+    """A small, rounded, JSON-ready view of one value for the feedback's expected-vs-got.
+
+    A tensor shows its shape, dtype and the corner ``[0, ..., :4, :6]`` (``index``) as ``rows`` (always a
+    list of rows, whatever the tensor's rank); anything else only its type. Built in the parent from tensors it holds (the reference's output, or the child's
+    output after it was received and checked), never from the child's own description.
+    """
+    if not isinstance(value, torch.Tensor):
+        return {"type": type(value).__name__}
+    if value.is_complex():  # no JSON number for it, and never what a question asks for
+        return {"type": "tensor", "shape": list(value.shape), "dtype": str(value.dtype).replace("torch.", "")}
+    corner = value.detach()
+    index = []
+    while corner.dim() > 2:
+        corner, index = corner[0], index + ["0"]
+    limits = (PREVIEW_ROWS, PREVIEW_COLS)[-corner.dim():] if corner.dim() else ()
+    index += [f":{n}" if size > n else ":" for size, n in zip(corner.shape, limits)]
+    corner = corner[tuple(slice(n) for n in limits)]
+    if corner.is_floating_point():
+        # -inf (a masked score) and NaN as text: JSON has no such numbers (PostgreSQL refuses them)
+        values = _finite_or_text(torch.round(corner.double(), decimals=PREVIEW_DIGITS).tolist())
+    else:
+        values = corner.tolist()
+    rows = values if corner.dim() == 2 else [values] if corner.dim() == 1 else [[values]]
+    return {"shape": list(value.shape), "dtype": str(value.dtype).replace("torch.", ""),
+            # which part is shown, numpy-style; empty when it is the whole tensor
+            "index": f"[{', '.join(index)}]" if any(i != ":" for i in index) else "", "rows": rows}
+
+
+def _finite_or_text(values):
+    if isinstance(values, list):
+        return [_finite_or_text(v) for v in values]
+    return values if math.isfinite(values) else str(values)
 
 
 def _compare(got: torch.Tensor, want: torch.Tensor, compare: dict, lang: str) -> str | None:
@@ -90,10 +132,17 @@ def grade_code(question: Question, seed: int, source: str, lang: str = "en", *,
                 why = _compare(call.output, want, compare, lang)
             results.append(why is None)
             if why is not None and first_failure is None:
-                first_failure = (_describe(function, args), why)
+                first_failure = {
+                    "call": _describe(function, args), "why": why,
+                    "shapes": [list(a.shape) if isinstance(a, torch.Tensor) else repr(a) for a in args],
+                    "expected": preview(want),
+                    # what came back, as received and checked here; a crash returned nothing
+                    "got": preview(call.output) if call.ok and not mutated else None,
+                }
     passed = sum(results)
     if first_failure is None:
         return 1.0, True, msg("code_pass", lang, total=len(results)), {"cases": results}
     return (passed / len(results), False,
-            msg("code_fail", lang, got=passed, total=len(results), call=first_failure[0], why=first_failure[1]),
-            {"cases": results})
+            msg("code_fail", lang, got=passed, total=len(results), call=first_failure["call"],
+                why=first_failure["why"]),
+            {"cases": results, "failure": first_failure})

@@ -134,6 +134,8 @@ def _launch_class(platform: Platform):
             user = platform.users[user_id]
             self.set_user_data(user_id, user["roles"], full_name=user.get("name"),
                                email_address=user.get("email"))
+            if user.get("claims"):  # what a Canvas launch adds: name parts, the LIS claim
+                self.set_extra_claims(user["claims"])
             self.set_launch_context_claim(CONTEXT_ID, context_title="Attention, spring term",
                                           context_label="ATTN")
             self.set_nrps(f"{platform.url}/memberships")
@@ -200,7 +202,8 @@ def _nrps_class(platform: Platform):
     class Nrps(NamesRoleProvisioningService):
         def get_member_data_page(self, page=1, limit=None, role=None, since=None, **_):
             members = [{"user_id": uid, "name": u.get("name"), "email": u.get("email"),
-                        "roles": u["roles"], "status": u.get("status", "Active")}
+                        "roles": u["roles"], "status": u.get("status", "Active"),
+                        **u.get("member", {})}  # e.g. Canvas's lis_person_sourcedid
                        for uid, u in platform.users.items()]
             return {"content": members, "has_next": False}
 

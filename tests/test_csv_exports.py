@@ -89,3 +89,42 @@ def test_question_statistics_export_neutralises_students_answers(env, ada, prof)
     assert "-3" in row["answers"]  # the typed answer is inside the cell, not at its start
     assert not _dangerous(_cells(response.get_data(as_text=True)))
     assert prof.get("/instructor/assignments/sdpa/quiz-questions.csv").status_code == 404
+
+
+def test_the_canvas_layout_without_an_lms_says_only_what_it_knows(env, prof):
+    """No LTI launch yet: Student is "Last, First" from the account's one name, ID and SIS
+    User ID and Section are empty (never made up), SIS Login ID is the e-mail, columns are
+    new assignments (no Canvas id), and Points Possible is each assignment's maximum even
+    before anyone has a score."""
+    from web.models import Course, User
+    from web.services.courses import points_possible
+    with db_session(env) as session:
+        session.query(User).filter_by(email="ada@example.org").one().name = "Ada King Lovelace"
+        session.query(User).filter_by(email="bob@example.org").one().name = "张伟"
+        session.commit()
+        assignments = list(session.query(Course).one().assignments)
+        tops = [str(int(points_possible(a))) if points_possible(a).is_integer() else str(points_possible(a))
+                for a in assignments]
+        titles = [f"{a.title} ({a.slug})" for a in assignments]
+    header, points, *rows = csv.reader(io.StringIO(
+        prof.get("/instructor/scores.csv?layout=canvas").get_data(as_text=True)))
+    assert header == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *titles]
+    assert points == ["    Points Possible", "", "", "", "", *tops]
+    assert sorted(r[:5] for r in rows) == [["Lovelace, Ada King", "", "", "ada@example.org", ""],
+                                           ["张伟", "", "", "bob@example.org", ""]]
+
+
+def test_lms_claims_are_kept_only_when_the_lms_filled_them():
+    from web.lti.identity import record_link, record_person, section_names
+    from web.lti.models import LtiResourceLink, LtiUser
+    person = LtiUser(lms_user_id="11")
+    record_person(person, {"https://purl.imsglobal.org/spec/lti/claim/custom": {
+        "canvas_user_id": "$Canvas.user.id", "canvas_user_login_id": " ada.l "},
+        "given_name": "Ada", "family_name": ""})
+    assert (person.lms_user_id, person.login_id, person.given_name, person.family_name) == \
+        ("11", "ada.l", "Ada", None)  # an unsubstituted variable keeps the known id
+    assert section_names('["A", "B"]') == "A, B" and section_names("Lab 3") == "Lab 3"
+    assert section_names("$com.instructure.User.sectionNames") is None and section_names("[]") is None
+    link = LtiResourceLink()
+    record_link(link, {"https://purl.imsglobal.org/spec/lti/claim/custom": {"canvas_assignment_id": "$Canvas.assignment.id"}})
+    assert link.lms_assignment_id is None

@@ -280,6 +280,54 @@ def test_roster_sync_enrolls_active_members_and_drops_inactive_ones(lti):
         assert session.query(User).filter_by(email="ada.lms@example.edu").count() == 1
 
 
+def test_a_canvas_launch_fills_the_canvas_gradebook_csv(lti):
+    """What a Canvas launch says of the student and the assignment (its variable
+    substitutions, the LIS claim, the name parts) is stored and fills the Canvas CSV: the
+    Student as "Last, First", ID, SIS User ID, SIS Login ID, Section, and the column of the
+    assignment placed in Canvas named with Canvas's assignment id. The roster keeps them."""
+    import csv
+    import io
+
+    env, tool, platform = lti
+    platform.users["lms-ada"]["claims"] = {
+        "given_name": "Ada", "family_name": "King Lovelace",
+        "https://purl.imsglobal.org/spec/lti/claim/lis": {"person_sourcedid": "SIS-0815"}}
+    platform.users["lms-ada"]["member"] = {"lis_person_sourcedid": "SIS-0815"}
+    browser = requests.Session()
+    custom = {"attn_grader_assignment": "sdpa", "canvas_user_id": "4242",
+              "canvas_user_login_id": "ada.l", "canvas_assignment_id": "777",
+              "canvas_section_names": '["Section A","Section B"]',
+              "canvas_user_sis_id": "$Canvas.user.sisSourceId"}  # not substituted: ignored
+    assert launch(browser, platform, "lms-ada", link="link-sdpa", custom=custom).status_code == 303
+    assert submit(browser, tool, "/tasks/sdpa", "# SCORE=7\n").status_code == 302
+    assert grade_queued(env) == 1
+
+    staff = requests.Session()  # the LMS's instructor, signed in by a launch
+    launch(staff, platform, "lms-prof", link="link-sdpa", custom={"attn_grader_assignment": "sdpa"})
+
+    def canvas_rows():
+        return list(csv.reader(io.StringIO(staff.get(f"{tool.url}/instructor/scores.csv?layout=canvas").text)))
+
+    header, points, *students = canvas_rows()
+    assert header[:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    sdpa = next(i for i, title in enumerate(header) if title.endswith("(777)"))
+    assert points[0].strip() == "Points Possible" and points[sdpa] == "10"
+    ada = next(r for r in students if r[1] == "4242")
+    assert ada[:5] == ["King Lovelace, Ada", "4242", "SIS-0815", "ada.l", "Section A, Section B"]
+    assert ada[sdpa] == "7"
+    local = next(r for r in students if r[3] == "ada@example.org")  # no LMS identity known
+    assert local[1:5] == ["", "", "ada@example.org", ""]
+
+    # a roster sync (its members carry no custom fields) keeps what the launch said
+    from web.lti import roster
+    from web.lti.models import LtiContext
+    with db_session(env) as session:
+        roster.sync_roster(session, session.query(LtiContext).one())
+        session.commit()
+    ada_again = next(r for r in canvas_rows()[2:] if r[1] == "4242")
+    assert ada_again[:5] == ada[:5]
+
+
 def test_jwks_publishes_the_key_the_platform_verifies(lti):
     env, tool, platform = lti
     keys = requests.get(f"{tool.url}/lti/jwks").json()["keys"]

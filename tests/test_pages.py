@@ -391,3 +391,16 @@ def test_every_registered_task_is_an_assignment_with_its_page(env, ada, prof):
         page = ada.get(f"/tasks/{task.id}").get_data(as_text=True)
         assert f"{task.function}(" in page  # the rendered spec names the function to write
         assert ada.get(f"/tasks/{task.id}/starter.py").get_data(as_text=True) == task.template
+
+
+def test_the_language_is_chosen_at_sign_up_preset_to_the_browsers(env):
+    from web.models import User
+    client = env.app.test_client()
+    page = client.get("/sign-up", headers={"Accept-Language": "ru-RU,ru;q=0.9"}).get_data(as_text=True)
+    assert '<option selected value="ru">' in page or '<option value="ru" selected>' in page
+    client.post("/sign-up", data={"name": "Mei", "email": "mei@example.org", "lang": "zh",
+                                  "password": "attention-heads-8", "confirm": "attention-heads-8"})
+    assert '<html lang="zh">' in client.get("/").get_data(as_text=True)
+    from pages_support import db_session
+    with db_session(env) as session:
+        assert session.query(User).filter_by(email="mei@example.org").one().locale == "zh"

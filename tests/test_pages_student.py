@@ -36,7 +36,8 @@ def _raising_report(code, task, **_):
                  "details": {"error_kind": "exception", "traceback": TRACEBACK}},
                 {"id": "output.float64", "passed": False, "points": 0, "max_points": 1,
                  "message": "wrong values. Likely cause: the scores are not divided by √d_k",
-                 "details": {"case": "float64 inputs", "diagnosis": "no_scale"}}]}
+                 "details": {"case": "float64 inputs", "diagnosis": "no_scale",
+                             "because_of": "scale_constant"}}]}
 
 
 def _syntax_error_report(code, task, **_):
@@ -58,6 +59,7 @@ def test_traceback_keeps_its_lines_and_the_students_output_is_shown(env, ada):
     block = re.search(r'<pre class="traceback">(.*?)</pre>', page, re.S).group(1)
     assert html.unescape(block) == TRACEBACK  # newlines kept, inside <pre>
     assert "error_kind" not in page and "no_scale" not in page and "diagnosis" not in page
+    assert "scale_constant" not in page and "because of" not in page  # a bug's internal name
     assert "Likely cause: the scores are not divided by √d_k" in page
     output = re.findall(r'<pre class="output">(.*?)</pre>', page, re.S)
     assert [html.unescape(o) for o in output] == [f"hello from the student {XSS}\n", "a warning\n"]

@@ -299,3 +299,51 @@ def test_json_export_round_trips_with_answers(bank):
 def test_unknown_format_is_refused(bank):
     with pytest.raises(ValueError, match="unknown format"):
         export(bank, "docx")
+
+
+# -- the instructor's question bank page -----------------------------------------------------------
+
+def test_the_question_bank_page_downloads_every_export_and_each_parses(tmp_path):
+    """The page's export buttons give the CLI's files: the right content type, a file name,
+    and content that parses (QTI: a zip whose manifest lists every item, items valid)."""
+    import io
+
+    from pages_support import make_env, sign_in
+
+    env = make_env(tmp_path)
+    client = env.app.test_client()
+    sign_in(client, "prof@example.org")
+    page = client.get("/instructor/questions").get_data(as_text=True)
+    assert 'id="question-export"' in page
+    assert all(f'name="format" value="{fmt}"' in page for fmt in ("qti", "moodle-xml", "gift", "json"))
+    bank = load_bank()
+    got = {}
+    for fmt in ("qti", "moodle-xml", "gift", "json"):
+        response = client.get(f"/instructor/questions/export?format={fmt}&lang=zh&variants=1")
+        assert response.status_code == 200, fmt
+        assert "attachment; filename=attn-grader-questions-zh" in response.headers["Content-Disposition"]
+        got[fmt] = response
+    assert got["qti"].mimetype == "application/zip"
+    with zipfile.ZipFile(io.BytesIO(got["qti"].data)) as zf:
+        manifest = etree.fromstring(zf.read("imsmanifest.xml"))
+        hrefs = [r.get("href") for r in manifest.findall(f"{CP}resources/{CP}resource")]
+        assert len(hrefs) == len(bank) and set(hrefs) <= set(zf.namelist())
+        schema = qti_schema()
+        assert all(schema.validate(etree.fromstring(zf.read(h))) for h in hrefs)
+    assert got["moodle-xml"].mimetype == "application/xml"
+    root = etree.fromstring(got["moodle-xml"].data)
+    assert root.tag == "quiz" and len(root.xpath("question[@type!='category']")) == len(bank)
+    assert got["gift"].mimetype == "text/plain" and got["gift"].mimetype_params.get("charset") == "utf-8"
+    path = tmp_path / "bank.gift"
+    path.write_bytes(got["gift"].data)
+    with open(path, encoding="utf-8") as f:
+        assert len(giftparser.parseFile(f)) == len(bank)
+    assert got["json"].mimetype == "application/json"
+    doc = json.loads(got["json"].data)
+    assert doc["lang"] == "zh" and len(doc["questions"]) == len(bank)
+    # nothing else is exported, and students cannot export the bank
+    assert client.get("/instructor/questions/export?format=exe").status_code == 400
+    assert client.get("/instructor/questions/export?format=gift&lang=fr").status_code == 400
+    student = env.app.test_client()
+    sign_in(student, "ada@example.org")
+    assert student.get("/instructor/questions/export?format=gift").status_code in (302, 403, 404)

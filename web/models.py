@@ -114,6 +114,8 @@ class Enrollment(Base):
     course_id: Mapped[int] = mapped_column(ForeignKey("courses.id", ondelete="CASCADE"))
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     role: Mapped[str] = mapped_column(String(20), default="student")
+    # the course section(s) the LMS puts the student in, as it names them (LTI launches)
+    section: Mapped[str | None] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
     course: Mapped[Course] = relationship(back_populates="enrollments")

@@ -17,6 +17,10 @@ from ..model import Bank, Question
 from ..variants import format_number, params_for, shown_options, substitute, variant_seed
 
 FORMATS = ("moodle-xml", "gift", "qti", "json")
+# What each format is as a download: (file suffix, content type). GIFT is plain text (Moodle's
+# importer reads UTF-8); QTI is the zipped content package an LMS imports in one piece.
+DOWNLOADS = {"moodle-xml": (".xml", "application/xml"), "gift": (".gift.txt", "text/plain"),
+             "qti": (".qti.zip", "application/zip"), "json": (".json", "application/json")}
 
 
 def varies(question: Question) -> bool:
@@ -131,3 +135,20 @@ def export(bank: Bank, fmt: str, lang: str = "en", variants: int = 1, output: st
             raise ValueError("the QTI export writes several files: pass --output NAME.zip or a directory")
         return write_qti(all_instances(bank, lang, variants), output, lang)
     raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+def export_download(bank: Bank, fmt: str, lang: str = "en", variants: int = 1) -> tuple[bytes, str, str]:
+    """One export as a file to download: (content, content type, file name).
+
+    The same exporters as ``attn-grader questions export``; QTI is built in memory as a zip.
+    """
+    if fmt not in DOWNLOADS:
+        raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    suffix, content_type = DOWNLOADS[fmt]
+    if fmt == "qti":
+        from .qti import qti_zip
+        content = qti_zip(all_instances(bank, lang, variants), lang)
+    else:
+        content = export(bank, fmt, lang, variants).encode("utf-8")
+    return content, content_type, f"attn-grader-questions-{lang}{suffix}"
+

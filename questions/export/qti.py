@@ -296,17 +296,22 @@ def qti_files(instances: list[dict], lang: str) -> dict[str, bytes]:
     return files
 
 
+def qti_zip(instances: list[dict], lang: str) -> bytes:
+    """The content package as one zip (what an LMS's QTI import takes), in memory."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in qti_files(instances, lang).items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
 def write_qti(instances: list[dict], output: str, lang: str) -> str:
     """Write a zip when ``output`` ends in .zip, else a directory; returns the path."""
-    files = qti_files(instances, lang)
     if output.endswith(".zip"):
-        buf = io.BytesIO()
-        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-            for name, data in files.items():
-                zf.writestr(name, data)
         with open(output, "wb") as f:
-            f.write(buf.getvalue())
+            f.write(qti_zip(instances, lang))
         return output
+    files = qti_files(instances, lang)
     for name, data in files.items():
         path = os.path.join(output, name)
         os.makedirs(os.path.dirname(path), exist_ok=True)

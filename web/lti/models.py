@@ -49,6 +49,13 @@ class LtiUser(Base):
     platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"))
     sub: Mapped[str] = mapped_column(String(255))
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    # What the LMS says of the person, refreshed at each launch and roster sync (identity.py):
+    # Canvas's gradebook CSV matches students by its own user id, SIS user id or login id.
+    lms_user_id: Mapped[str | None] = mapped_column(String(64))
+    sis_user_id: Mapped[str | None] = mapped_column(String(255))
+    login_id: Mapped[str | None] = mapped_column(String(255))
+    given_name: Mapped[str | None] = mapped_column(String(200))
+    family_name: Mapped[str | None] = mapped_column(String(200))
 
     platform: Mapped[LtiPlatform] = relationship()
     user: Mapped[User] = relationship()
@@ -85,6 +92,8 @@ class LtiResourceLink(Base):
     context_id: Mapped[int | None] = mapped_column(ForeignKey("lti_contexts.id",
                                                               ondelete="SET NULL"))
     ags: Mapped[dict | None] = mapped_column(JSON)  # the launch's AGS endpoint claim
+    # the LMS's own id of the assignment the link sits in (Canvas: $Canvas.assignment.id)
+    lms_assignment_id: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
     platform: Mapped[LtiPlatform] = relationship()

@@ -16,12 +16,12 @@ from sqlalchemy.orm import Session
 from ..models import Assignment, Course, Enrollment, User
 from ..services.courses import default_course, enroll, find_assignment
 from ..services.users import find_user
+from .identity import CUSTOM_CLAIM, PLACEHOLDER_DOMAIN, record_link, record_person, record_section
 from .models import LtiContext, LtiPlatform, LtiResourceLink, LtiUser
 
 ROLES_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/roles"
 CONTEXT_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/context"
 LINK_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/resource_link"
-CUSTOM_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/custom"
 DEPLOYMENT_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/deployment_id"
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
@@ -44,12 +44,15 @@ def role_from_claims(roles: list[str]) -> str:
 
 def _placeholder_email(platform: LtiPlatform, sub: str) -> str:
     digest = hashlib.sha256(f"{platform.id}:{sub}".encode()).hexdigest()[:20]
-    return f"lti-{platform.id}-{digest}@lti.invalid"
+    return f"lti-{platform.id}-{digest}@{PLACEHOLDER_DOMAIN}"
 
 
 def ensure_user(session: Session, platform: LtiPlatform, sub: str, *, email: str | None,
-                name: str | None, role: str) -> User:
-    """The account of platform user ``sub``; its role only ever goes up to instructor."""
+                name: str | None, role: str, claims: dict | None = None) -> User:
+    """The account of platform user ``sub``; its role only ever goes up to instructor.
+
+    ``claims`` (the launch, or the roster's member) refresh what the LMS says of the person:
+    its user id, SIS id, login id and name parts (``identity.record_person``)."""
     if not sub:
         raise LaunchRejected(gettext("the launch names no user (anonymous launches are not supported)"))
     link = session.scalar(select(LtiUser).where(LtiUser.platform_id == platform.id,
@@ -65,6 +68,7 @@ def ensure_user(session: Session, platform: LtiPlatform, sub: str, *, email: str
         link = LtiUser(platform=platform, sub=sub, user=user)
         session.add(link)
         session.flush()
+    record_person(link, claims or {})
     user = link.user
     if role == "instructor" and user.role != "instructor":
         user.role = "instructor"
@@ -128,6 +132,7 @@ def ensure_link(session: Session, platform: LtiPlatform, course: Course,
         link.assignment = assignment  # the instructor re-pointed the link's custom parameter
     link.deployment_id = str(body.get(DEPLOYMENT_CLAIM) or "")
     link.context_id = context.id if context else link.context_id
+    record_link(link, body)
     ags = body.get(AGS_CLAIM)
     if ags:
         link.ags = {k: ags[k] for k in ("scope", "lineitems", "lineitem") if k in ags}
@@ -139,8 +144,8 @@ def launch_user(session: Session, platform: LtiPlatform, body: dict):
     """(account, course, context or None, role) of a launch's user (any message type)."""
     role = role_from_claims(body.get(ROLES_CLAIM) or [])
     user = ensure_user(session, platform, str(body.get("sub") or ""), email=body.get("email"),
-                       name=body.get("name"), role=role)
+                       name=body.get("name"), role=role, claims=body)
     course, context = ensure_context(session, platform, body.get(CONTEXT_CLAIM),
                                      body.get(NRPS_CLAIM))
-    enroll_as(session, course, user, role)
+    record_section(enroll_as(session, course, user, role), body)
     return user, course, context, role

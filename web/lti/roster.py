@@ -63,7 +63,7 @@ def sync_roster(session: Session, context: LtiContext, *, http=None) -> RosterRe
         name = member.get("name") or " ".join(
             p for p in (member.get("given_name"), member.get("family_name")) if p)
         user = ensure_user(session, platform, sub, email=member.get("email"), name=name,
-                           role=role)
+                           role=role, claims=member)
         enroll_as(session, context.course, user, role)
         result.enrolled += 1
         result.instructors += role == "instructor"

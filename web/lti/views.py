@@ -28,7 +28,7 @@ from ..extensions import csrf
 from ..pages.forms import ActionForm
 from ..pages.helpers import db, instructor_required
 from ..security import DEFAULT_CSP, csp_nonce
-from ..services.courses import default_course, find_assignment
+from ..services.courses import default_course, find_assignment, points_possible
 from . import keys, passback, platforms, provision, roster
 from .forms import DeepLinkForm, DeploymentsForm, PlatformForm
 from .models import LtiContext
@@ -135,7 +135,7 @@ def deep_link(launch_id: str):
                      .set_title(assignment.title)
                      .set_custom_params({provision.ASSIGNMENT_PARAM: assignment.slug})
                      .set_lineitem(LineItem().set_label(assignment.title)
-                                   .set_score_maximum(_max_points(assignment))
+                                   .set_score_maximum(points_possible(assignment))
                                    .set_resource_id(assignment.slug)))
     token = message.get_deep_link().get_response_jwt(items)
     browser_session.pop("lti_deep_link", None)
@@ -147,18 +147,6 @@ def deep_link(launch_id: str):
     response.headers["Content-Security-Policy"] = DEFAULT_CSP.replace(
         "{nonce}", csp_nonce()).replace("form-action 'self'", f"form-action 'self' {origin}")
     return response
-
-
-def _max_points(assignment) -> float:
-    """The line item's maximum: a task's points (100), a quiz's questions' points."""
-    if assignment.kind == "quiz":
-        from questions.model import load_bank
-        bank = load_bank()
-        return float(sum(bank.get(q).points for q in assignment.question_ids or []
-                         if bank.get(q) is not None)) or 1.0
-    from grader.tasks import TASKS
-    task = TASKS.get(assignment.task_id)
-    return float(sum(task.points.values())) if task else 100.0
 
 
 @bp.get("/lti/jwks")

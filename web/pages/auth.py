@@ -15,7 +15,7 @@ from ..services import password_reset, signup
 from ..services.users import add_user
 from .forms import (ActionForm, ForgotPasswordForm, LanguageForm, ResetPasswordForm, SignInForm,
                     SignUpForm, TokenForm)
-from .helpers import db, interface_language
+from .helpers import LANGUAGES, db, interface_language
 
 bp = Blueprint("auth", __name__)
 
@@ -62,6 +62,7 @@ def sign_up():
     form = SignUpForm()
     if not form.is_submitted():
         form.invite.data = request.args.get("invite", "")
+        form.lang.data = interface_language()
     policy = signup.settings(db())
     if form.validate_on_submit():
         try:
@@ -76,8 +77,10 @@ def sign_up():
             db().rollback()
             form.email.errors.append(str(exc))
         else:
+            user.locale = form.lang.data if form.lang.data in LANGUAGES else interface_language()
             db().commit()
             login_user(user)
+            session["lang"] = user.locale
             flash(gettext("Welcome, %(name)s! Your assignments are below.", name=user.name), "success")
             return redirect(url_for("student.home"))
     return render_template("auth/sign_up.html", form=form, policy=policy,

@@ -119,6 +119,8 @@ def score_histogram(scores: list[float], top: float | None, title: str = "") -> 
         ax.set_title(title, fontsize=11)
     if not scores:
         ax.text(0.5, 0.5, "no graded work yet", transform=ax.transAxes, ha="center", color="#666")
+        ax.set_ylim(0, 1)  # not matplotlib's empty ±0.04: no count below zero
+        ax.set_yticks([0, 1])
     return _svg(fig)
 
 

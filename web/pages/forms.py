@@ -60,6 +60,9 @@ class SignUpForm(FlaskForm):
     password = PasswordField(_l("Password"), validators=[DataRequired()])
     confirm = PasswordField(_l("Repeat the password"),
                             validators=[DataRequired(), EqualTo("password", _l("the passwords differ"))])
+    # chosen once here (preset to the browser's language), changed later on the account page
+    # (not sent, or not one of ours: the page's language, see auth.sign_up)
+    lang = SelectField(_l("Language"), choices=options(LANGUAGES.items()), validate_choice=False)
     invite = HiddenField()  # the invitation code from the link, carried through the form
     submit = SubmitField(_l("Create account"))
 

@@ -16,7 +16,7 @@ from ..services import family_points
 from ..services import regrade as regrade_service  # the view named regrade is the page
 from .forms import (ActionForm, AssignmentSettingsForm, ExtensionForm, ManualGradeForm,
                     OverrideScoreForm, answer_form, options)
-from .helpers import db, highlight_python, instructor_required, interface_language
+from .helpers import LANGUAGES, db, highlight_python, instructor_required, interface_language
 from .results import describe_checks
 
 bp = Blueprint("instructor", __name__, url_prefix="/instructor")
@@ -344,6 +344,21 @@ def question_bank():
                      if a.kind == "quiz"}
     return render_template("instructor/questions.html", bank=bank, problems=problems,
                            form=form, quizzes_using=quizzes_using)
+
+
+@bp.get("/questions/export")
+@instructor_required
+def question_export():
+    """The bank as a file for an LMS, in the formats ``attn-grader questions export`` writes."""
+    from questions.export import DOWNLOADS, export_download
+
+    fmt, lang = request.args.get("format", "qti"), request.args.get("lang", "en")  # QTI: what most LMSs import
+    variants = request.args.get("variants", default=1, type=int)
+    if fmt not in DOWNLOADS or lang not in LANGUAGES or not 1 <= (variants or 0) <= 50:
+        abort(400)
+    content, content_type, filename = export_download(_bank(), fmt, lang, variants)
+    return Response(content, mimetype=content_type,
+                    headers={"Content-Disposition": f"attachment; filename={filename}"})
 
 
 @bp.get("/questions/<question_id>")

@@ -32,8 +32,9 @@ FACTS = (
 )
 PICTURE_KEYS = {"weights_submission", "weights_reference", "variance_by_dk"}
 # Shown another way or internal: the traceback has its own block (newlines kept), the
-# diagnosis is already said in words in the check's message ("Likely cause: ...").
-HIDDEN_KEYS = {"skipped", "traceback", "error_kind", "diagnosis", "unverified"}
+# diagnosis is already said in words in the check's message ("Likely cause: ...", and
+# "fails because of a bug already counted (...)" for ``because_of``, the bug's internal name).
+HIDDEN_KEYS = {"skipped", "traceback", "error_kind", "diagnosis", "because_of", "unverified"}
 
 
 def _show(value) -> str:

@@ -93,3 +93,16 @@ def task_assignments(session: Session, course: Course | None = None,
         return []
     return [a for a in course.assignments
             if a.kind == "task" and (a.visible or include_hidden)]
+
+
+def points_possible(assignment: Assignment) -> float:
+    """An assignment's maximum: a task's points (100), a quiz's questions' points. What an
+    LMS is told (a deep-linked line item, the Canvas CSV's "Points Possible" row)."""
+    if assignment.kind == "quiz":
+        from questions.model import load_bank
+        bank = load_bank()
+        return float(sum(bank.get(q).points for q in assignment.question_ids or []
+                         if bank.get(q) is not None)) or 1.0
+    from grader.tasks import TASKS
+    task = TASKS.get(assignment.task_id)
+    return float(sum(task.points.values())) if task else 100.0

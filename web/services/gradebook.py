@@ -1,10 +1,14 @@
 """Score exports in the column layouts that LMS gradebooks import.
 
 - ``plain``: one row per student and assignment (``scores.scores_csv``).
-- ``canvas``: Canvas's gradebook CSV: ``Student`` ("Last, First"), ``ID, SIS User ID, SIS Login ID, Section``,
-  then one column per assignment, and a ``Points Possible`` row. Canvas matches students by
-  SIS Login ID (the email here) when ID is empty, and creates an assignment for each new
-  column on import.
+- ``canvas``: Canvas's gradebook CSV (the layout its export writes and its import reads):
+  ``Student`` ("Last, First"), ``ID`` (Canvas's user id), ``SIS User ID``, ``SIS Login ID``,
+  ``Section``, then one column per assignment, and a ``Points Possible`` row first. Canvas
+  matches a row by ID, else SIS User ID, else SIS Login ID, so each is filled when an LTI
+  launch or roster sync told us (``web.lti.identity``); without LTI, SIS Login ID is the
+  e-mail. A column named ``Title (123)`` updates Canvas assignment 123 (an assignment placed
+  in Canvas through LTI, whose launch sent ``$Canvas.assignment.id``); any other column
+  creates a new assignment on import.
 - ``moodle``: one row per student with ``Email address`` as the identifier Moodle's
   "Import grades from CSV" maps to a user, then one column per assignment.
 """
@@ -13,6 +17,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from ..models import Course
+from .courses import points_possible
 from .csv_export import csv_text
 from .scores import scores_csv, scores_table
 
@@ -23,8 +28,8 @@ def _pivot(session: Session, course: Course):
     assignments = list(course.assignments)
     students: dict[int, dict] = {}
     for row in scores_table(session, course):
-        student = students.setdefault(row["user_id"], {"email": row["email"], "name": row["name"],
-                                                       "scores": {}, "max": {}})
+        student = students.setdefault(row["user_id"], {"user_id": row["user_id"], "email": row["email"],
+                                                       "name": row["name"], "scores": {}, "max": {}})
         # A quiz score still awaiting the instructor's review is not a grade yet: LMS layouts
         # leave its cell empty rather than import a provisional number as final.
         student["scores"][row["assignment"]] = None if row["awaiting_review"] else row["best_score"]
@@ -41,10 +46,36 @@ def _number(value):
     return int(value) if value.is_integer() else value
 
 
-def sortable_name(name: str) -> str:
-    """Canvas's ``Student`` column: "Last, First" ("Ada Lovelace" -> "Lovelace, Ada")."""
+def sortable_name(name: str, given: str | None = None, family: str | None = None) -> str:
+    """Canvas's ``Student`` column: "Last, First". From the LMS's name parts when it sent
+    them, else from the account's one name field, as Canvas splits a name it is given: the
+    last word is the family name ("Ada King Lovelace" -> "Lovelace, Ada King"); a name of one
+    word (as many Chinese names are typed, "张伟") stays as it is."""
+    if family and given:
+        return f"{family.strip()}, {given.strip()}"
     parts = name.strip().rsplit(" ", 1)
     return f"{parts[1]}, {parts[0]}" if len(parts) == 2 and parts[0] else name.strip()
+
+
+def _canvas_csv(session: Session, course: Course, assignments, students) -> str:
+    from ..lti.identity import PLACEHOLDER_DOMAIN, LmsPerson, assignment_ids, people  # late: LTI tables
+
+    who, lms_ids = people(session, course), assignment_ids(session, course)
+    titles = [f"{a.title} ({lms_ids[a.id]})" if a.id in lms_ids else f"{a.title} ({a.slug})"
+              for a in assignments]
+    tops = []
+    for a in assignments:
+        known = [s["max"][a.slug] for s in students if s["max"].get(a.slug) is not None]
+        tops.append(_number(max(known) if known else points_possible(a)))
+    rows = [["    Points Possible", "", "", "", "", *tops]]  # as Canvas's own export writes it
+    for s in students:
+        lms = who.get(s["user_id"]) or LmsPerson()
+        # an LTI account's stand-in address is no login anywhere
+        email = "" if s["email"].endswith("@" + PLACEHOLDER_DOMAIN) else s["email"]
+        rows.append([sortable_name(s["name"], lms.given_name, lms.family_name),
+                     lms.lms_user_id or "", lms.sis_user_id or "", lms.login_id or email,
+                     lms.section or "", *(_number(s["scores"].get(a.slug)) for a in assignments)])
+    return csv_text(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *titles], rows)
 
 
 def export_csv(session: Session, course: Course, layout: str = "plain") -> str:
@@ -53,16 +84,9 @@ def export_csv(session: Session, course: Course, layout: str = "plain") -> str:
     if layout == "plain":
         return scores_csv(scores_table(session, course))
     assignments, students = _pivot(session, course)
-    titles = [f"{a.title} ({a.slug})" for a in assignments]
     if layout == "canvas":
-        tops = []
-        for a in assignments:
-            known = [s["max"][a.slug] for s in students if s["max"].get(a.slug) is not None]
-            tops.append(_number(max(known)) if known else "")
-        rows = [["    Points Possible", "", "", "", "", *tops]]
-        rows += [[sortable_name(s["name"]), "", "", s["email"], course.title,
-                  *(_number(s["scores"].get(a.slug)) for a in assignments)] for s in students]
-        return csv_text(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *titles], rows)
+        return _canvas_csv(session, course, assignments, students)
+    titles = [f"{a.title} ({a.slug})" for a in assignments]
     return csv_text(["Email address", "Full name", *titles],
                     ([s["email"], s["name"], *(_number(s["scores"].get(a.slug)) for a in assignments)]
                      for s in students))
