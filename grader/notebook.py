@@ -163,6 +163,8 @@ def annotate_check(check: dict, cells: CellMap) -> dict:
     # load.source and the static checks report lines of the script in their own words
     bare = str(check.get("id", "")).startswith(("load.", "forbidden.static"))
     out["message"] = cells.message(str(check.get("message") or ""), bare_lines=bare)
+    if out["message"] != str(check.get("message") or ""):  # its template names lines, not cells
+        out.pop("message_i18n", None)
     if isinstance(details, dict):
         if isinstance(details.get("traceback"), str):
             details["traceback"] = cells.traceback(details["traceback"])

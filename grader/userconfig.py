@@ -18,6 +18,7 @@ SECTION = "attn-grader"
 KEYS = {
     "server": "URL of the grading service, e.g. https://grader.example.edu",
     "token": "your API token (from the account page of the service)",
+    "lang": "language of check's and submit's output: en, ru or zh",
 }
 
 
@@ -55,6 +56,23 @@ def _write(parser: configparser.ConfigParser) -> Path:
     return path
 
 
+def language(explicit: str | None = None) -> str:
+    """The CLI's language: --lang, else ATTN_GRADER_LANG or `config set lang`, else LANG/LC_ALL, else en."""
+    from .i18n import language_from_environment, normalise
+
+    chosen = explicit or os.environ.get("ATTN_GRADER_LANG") or stored("lang")
+    return normalise(chosen) or language_from_environment() or "en"
+
+
+def normalise_lang(value: str) -> str:
+    from .i18n import LANGUAGES, normalise
+
+    lang = normalise(value)
+    if lang is None:
+        raise click.BadParameter(f"{value!r} is not one of {', '.join(LANGUAGES)}", param_hint="VALUE")
+    return lang
+
+
 def normalise_server(url: str) -> str:
     url = url.strip().rstrip("/")
     parsed = urlparse(url)
@@ -66,15 +84,16 @@ def normalise_server(url: str) -> str:
 
 @click.group("config")
 def config():
-    """Remember settings for `submit`: the server's URL and your API token.
+    """Remember settings for `submit` and `check`: the server's URL, your API token, the language.
 
     \b
     attn-grader config set server https://grader.example.edu
     attn-grader config set token   (asks for it; get one on the account page)
+    attn-grader config set lang ru (en, ru or zh; else LANG/LC_ALL decides)
     attn-grader config show
 
-    The environment variables ATTN_GRADER_SERVER and ATTN_GRADER_TOKEN, and the --server
-    and --token options, take precedence over what is remembered here.
+    The environment variables ATTN_GRADER_SERVER, ATTN_GRADER_TOKEN and ATTN_GRADER_LANG, and
+    the --server, --token and --lang options, take precedence over what is remembered here.
     """
 
 
@@ -82,12 +101,12 @@ def config():
 @click.argument("key", type=click.Choice(sorted(KEYS)))
 @click.argument("value", required=False)
 def config_set(key, value):
-    """Remember VALUE for KEY (server or token)."""
+    """Remember VALUE for KEY (server, token or lang)."""
     if value is None:
         if key != "token":
             raise click.UsageError(f"give the value: attn-grader config set {key} VALUE")
         value = click.prompt("API token (from the account page)", hide_input=True)
-    value = normalise_server(value) if key == "server" else value.strip()
+    value = normalise_server(value) if key == "server" else normalise_lang(value) if key == "lang" else value.strip()
     if not value:
         raise click.BadParameter("the value is empty", param_hint="VALUE")
     parser = _read()
