@@ -5,6 +5,7 @@ page or the CLI renders them in the reader's language later, and the score never
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import pickle
@@ -73,6 +74,21 @@ def test_text_keeps_its_template_through_joins_pickles_and_json():
     # non-finite numbers survive JSON and still take their format spec
     nan = json.loads(json.dumps(entry(T("your output has shape {got} ({err:.2g})", got=(2,), err=float("nan")))))
     assert render(nan, "en") == "your output has shape (2,) (nan)"
+
+
+def test_no_grader_function_hides_the_message_class():
+    """A local ``T`` (a sequence length, say) would turn ``T("...")`` into calling an int."""
+    clashes = []
+    for path in sorted((ROOT / "grader").rglob("*.py")):
+        for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            nodes = list(ast.walk(fn))
+            bound = {a.arg for a in fn.args.args + fn.args.kwonlyargs} | {
+                n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            if "T" in bound and any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "T" for n in nodes):
+                clashes.append(f"{path.name}:{fn.name}")
+    assert not clashes
 
 
 def test_unknown_template_or_language_falls_back_to_english():

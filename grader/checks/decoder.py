@@ -201,22 +201,22 @@ def causal_self(ctx):
 
 
 def cross_not_causal(ctx):
-    B, T, S, D = dims(ctx)
-    S = max(S, T + 2)   # memory longer than the target: a causal cross-attention cannot hide
+    B, steps, S, D = dims(ctx)  # steps: the target's length (T would hide the message class)
+    S = max(S, steps + 2)   # memory longer than the target: a causal cross-attention cannot hide
     r = ctx.inputs.randn
-    args = (r(B, T, D, dtype=torch.float64), r(B, S, D, dtype=torch.float64),
-            torch.full((B,), T, dtype=torch.int64), torch.full((B,), S, dtype=torch.int64))
+    args = (r(B, steps, D, dtype=torch.float64), r(B, S, D, dtype=torch.float64),
+            torch.full((B,), steps, dtype=torch.int64), torch.full((B,), S, dtype=torch.int64))
     run_decoder(ctx, *args, what=_what("no padding, memory longer than the target", *args))
     return T("the cross-attention sees the whole encoder output (it is not causal)")
 
 
 def length_edges(ctx):
     """Lengths of 1, n - 1 and n in one batch: an off-by-one shows on every edge."""
-    B, T, S, D = dims(ctx)
+    B, steps, S, D = dims(ctx)  # steps: the target's length (T would hide the message class)
     B = 4
     r = ctx.inputs.randn
-    t_len = torch.tensor([1, T - 1, T, 2], dtype=torch.int64)[ctx.inputs.perm(B)]
+    t_len = torch.tensor([1, steps - 1, steps, 2], dtype=torch.int64)[ctx.inputs.perm(B)]
     m_len = torch.tensor([S, 1, S - 1, 2], dtype=torch.int64)[ctx.inputs.perm(B)]
-    args = (r(B, T, D, dtype=torch.float64), r(B, S, D, dtype=torch.float64), t_len, m_len)
+    args = (r(B, steps, D, dtype=torch.float64), r(B, S, D, dtype=torch.float64), t_len, m_len)
     run_decoder(ctx, *args, what=_what("lengths at the edges (1, n - 1, n)", *args))
     return T("lengths of 1, n - 1 and n are all handled exactly")
