@@ -170,3 +170,25 @@ def test_check_prints_in_the_chosen_language(tmp_path):
     assert "что найдено" in by_env.stdout
     en = _cli("check", str(NO_SCALE), "--task", "sdpa", "--json", "--lang", "ru", ATTN_GRADER_CONFIG=config)
     assert json.loads(en.stdout)["summary"].startswith("1 bug found")  # JSON stays English
+
+
+def test_submit_prints_the_servers_result_in_the_chosen_language():
+    from rich.console import Console
+
+    from grader.client import print_result
+    message = T("your function raised {exc_type}{during}: {message}{at}", exc_type="ValueError",
+                during=T(" ({during})", during=T("float64 inputs")), message="boom", at="")
+    view = {"id": 7, "task": "sdpa", "status": "done", "score": 0.0, "max_score": 100.0, "passed": False,
+            "checks": [{"id": "output.float64", "passed": False, "points": 0, "max_points": 4,
+                        "message": str(message), "message_i18n": entry(message), "details": {}},
+                       {"id": "mask.bool", "passed": False, "points": 0, "max_points": 4,
+                        "message": "skipped: the submission could not be loaded", "details": {"skipped": True}}]}
+    shown = {}
+    for lang in ("en", "ru", "zh"):
+        console = Console(record=True, width=200)
+        print_result(view, console=console, lang=lang)
+        shown[lang] = console.export_text()
+    assert "your function raised ValueError (float64 inputs): boom" in shown["en"]
+    assert "ваша функция выбросила ValueError (входы float64): boom" in shown["ru"]
+    assert "не запускалось: решение не удалось загрузить" in shown["ru"] and "баллы 0/100" in shown["ru"]
+    assert "你的函数抛出了 ValueError（float64 输入）：boom" in shown["zh"] and "得分 0/100" in shown["zh"]
