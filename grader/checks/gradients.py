@@ -103,8 +103,8 @@ def directional_check(ctx, inputs, extra, grads, g, names, kwargs, shape, what):
 def sdpa_reference(ctx):
     worst = 0.0
     r = ctx.inputs.randn
-    cases = [(torch.float32, None, False, "float32, no mask"), (torch.float64, "bool", False, "float64, boolean mask"),
-             (torch.float64, None, True, "float64, is_causal=True")]
+    cases = [(torch.float32, None, False, T("float32, no mask")), (torch.float64, "bool", False, T("float64, boolean mask")),
+             (torch.float64, None, True, T("float64, is_causal=True"))]
     for dtype, mask_kind, causal, label in cases:
         B, H = ctx.inputs.distinct(2, 2, 4)
         L, S, E, Ev = ctx.inputs.distinct(4, 5, 12)
@@ -116,7 +116,7 @@ def sdpa_reference(ctx):
         kwargs = {"attn_mask": mask} if mask is not None else {}
         if causal:
             kwargs["is_causal"] = True
-        what = f"gradients ({label}; {shape_str(q, k, v)})"
+        what = T("gradients ({label}; {shapes})", label=label, shapes=shape_str(q, k, v))
         result = ctx.call(q, k, v, wrt=(0, 1, 2), grad_output=g, during=what, **kwargs)
         ctx.tensor_out(result, (B, H, L, Ev), what)
         fn = lambda a, b, c: scaled_dot_product_attention(a, b, c, mask, is_causal=causal)
@@ -187,7 +187,7 @@ def sdpa_gradcheck(ctx):
     r = ctx.inputs.randn
     q, k, v = r(1, 3, 4, dtype=torch.float64), r(1, 5, 4, dtype=torch.float64), r(1, 5, 2, dtype=torch.float64)
     stacked = ctx.passed_check("batch.independent")
-    what = "gradcheck in float64 on " + shape_str(q, k, v)
+    what = T("gradcheck in float64 on {shapes}", shapes=shape_str(q, k, v))
 
     def forward(args):
         res = ctx.call(*args, during=what)
@@ -225,7 +225,8 @@ def mha_reference(ctx):
     B, H, dk, L, S = mha_dims(ctx)
     x_q, x_kv, ws = mha_inputs(ctx, B, L, S, H * dk, dtype=torch.float64)
     g = ctx.inputs.randn(B, L, H * dk, dtype=torch.float64)
-    what = f"gradients (float64, B={B}, L={L}, S={S}, d_model={H * dk}, {H} heads)"
+    what = T("gradients (float64, B={B}, L={L}, S={S}, d_model={d_model}, {H} heads)", B=B, L=L, S=S,
+             d_model=H * dk, H=H)
     result = ctx.call(x_q, x_kv, *ws, H, wrt=tuple(range(6)), grad_output=g, during=what)
     ctx.tensor_out(result, (B, L, H * dk), what)
     fn = lambda *t: multi_head_attention(*t, H)
@@ -249,7 +250,7 @@ def mha_gradcheck(ctx):
     H, D, L, S = 2, 6, 3, 4
     inputs = [r(1, L, D, dtype=torch.float64), r(1, S, D, dtype=torch.float64),
               *(r(D, D, dtype=torch.float64, std=0.5) for _ in range(4))]
-    what = f"gradcheck in float64 (L={L}, S={S}, d_model={D}, {H} heads)"
+    what = T("gradcheck in float64 (L={L}, S={S}, d_model={D}, {H} heads)", L=L, S=S, D=D, H=H)
     g = r(1, L, D, dtype=torch.float64)
     res = ctx.call(*inputs, H, wrt=tuple(range(6)), grad_output=g, during=what)
     ctx.tensor_out(res, (1, L, D), what)

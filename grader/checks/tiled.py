@@ -177,7 +177,7 @@ def long_sequence_memory(ctx):
     r = ctx.inputs.randn
     q, k, v = r(1, LONG, LONG_E), r(1, LONG, LONG_E), r(1, LONG, LONG_E)
     block = 256
-    what = f"L = S = {LONG}, E = {LONG_E}, float32, block_size={block}"
+    what = T("L = S = {L}, E = {E}, float32, block_size={block}", L=LONG, E=LONG_E, block=block)
     # On the CPU even on a GPU worker: the cgroup counts host memory, not the accelerator's.
     result = ctx.call(q, k, v, block, measure_memory=True, run_on="cpu", during=what)
     out = ctx.tensor_out(result, (1, LONG, LONG_E), what)
