@@ -13,12 +13,14 @@ from urllib.parse import urlparse
 
 import click
 
+from .i18n import N_
+
 SECTION = "attn-grader"
 # key -> what it is (the environment variable that overrides it is ATTN_GRADER_<KEY>)
 KEYS = {
-    "server": "URL of the grading service, e.g. https://grader.example.edu",
-    "token": "your API token (from the account page of the service)",
-    "lang": "language of check's and submit's output: en, ru or zh",
+    "server": N_("URL of the grading service, e.g. https://grader.example.edu"),
+    "token": N_("your API token (from the account page of the service)"),
+    "lang": N_("language of check's and submit's output: en, ru or zh"),
 }
 
 
@@ -54,6 +56,11 @@ def _write(parser: configparser.ConfigParser) -> Path:
         parser.write(f)
     os.chmod(path, 0o600)
     return path
+
+
+def _translator():
+    from .i18n import gettext_for
+    return gettext_for(language())
 
 
 def language(explicit: str | None = None) -> str:
@@ -112,28 +119,33 @@ def config_set(key, value):
     parser = _read()
     parser.set(SECTION, key, value)
     path = _write(parser)
-    click.echo(f"{key} remembered in {path}" + ("" if key == "token" else f": {value}"))
+    _ = _translator()  # after the write: `config set lang ru` already answers in Russian
+    click.echo(_("{key} remembered in {path}").format(key=key, path=path) if key == "token" else
+               _("{key} remembered in {path}: {value}").format(key=key, path=path, value=value))
 
 
 @config.command("unset")
 @click.argument("key", type=click.Choice(sorted(KEYS)))
 def config_unset(key):
     """Forget KEY."""
+    _ = _translator()
     parser = _read()
     removed = parser.remove_option(SECTION, key)
     path = _write(parser)
-    click.echo(f"{key} forgotten ({path})" if removed else f"{key} was not set")
+    click.echo(_("{key} forgotten ({path})").format(key=key, path=path) if removed else
+               _("{key} was not set").format(key=key))
 
 
 @config.command("show")
 def config_show():
     """Show the settings `submit` will use and where each comes from."""
-    click.echo(f"settings file: {config_path()}")
+    _ = _translator()
+    click.echo(_("settings file: {path}").format(path=config_path()))
     for key, meaning in KEYS.items():
         env = os.environ.get(f"ATTN_GRADER_{key.upper()}")
-        value, source = (env, f"ATTN_GRADER_{key.upper()}") if env else (stored(key), "file")
+        value, source = (env, f"ATTN_GRADER_{key.upper()}") if env else (stored(key), _("file"))
         if value is None:
-            click.echo(f"{key}: not set ({meaning})")
+            click.echo(_("{key}: not set ({meaning})").format(key=key, meaning=_(meaning)))
             continue
-        shown = value if key != "token" else value[:4] + "…" + f" ({len(value)} characters)"
-        click.echo(f"{key}: {shown}  [from {source}]")
+        shown = value if key != "token" else value[:4] + "…" + _(" ({count} characters)").format(count=len(value))
+        click.echo(_("{key}: {value}  [from {source}]").format(key=key, value=shown, source=source))

@@ -162,7 +162,8 @@ def test_check_prints_in_the_chosen_language(tmp_path):
     assert "что найдено" in ru.stdout and "баллы 90/100" in ru.stdout
     assert "вы не масштабируете оценки" in ru.stdout and "what was found" not in ru.stdout
     # no --lang: the remembered language, then LANG
-    assert _cli("config", "set", "lang", "zh", ATTN_GRADER_CONFIG=config).returncode == 0
+    remembered = _cli("config", "set", "lang", "zh", ATTN_GRADER_CONFIG=config)
+    assert remembered.returncode == 0 and "lang 已保存到" in remembered.stdout, remembered.stderr
     zh = _cli("check", str(NO_SCALE), "--task", "sdpa", ATTN_GRADER_CONFIG=config, LANG="ru_RU.UTF-8")
     assert "检查结果" in zh.stdout and "得分 90/100" in zh.stdout
     os.remove(config)
