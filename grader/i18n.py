@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import gettext
 import math
+import numbers
 import os
 
 DOMAIN = "grader"
@@ -69,8 +70,14 @@ def N_(text: str) -> str:
 
 
 def _argument(value):
-    if isinstance(value, T) or value is None or isinstance(value, (bool, int, float)):
+    if isinstance(value, T) or value is None or type(value) in (bool, int, float):
         return value
+    if isinstance(value, numbers.Integral):  # numpy integers: plain, so JSON and format specs take them
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if getattr(value, "shape", None) == () and hasattr(value, "item"):  # a 0-d tensor, as f-strings took it
+        return value.item()
     return str(value)
 
 

@@ -91,6 +91,14 @@ def test_no_grader_function_hides_the_message_class():
     assert not clashes
 
 
+def test_numbers_of_any_library_keep_their_format_spec():
+    import numpy as np
+    import torch
+    text = T("{a:.2f} {b:.1f} {c:.3g} {d}", a=np.int64(3), b=np.float32(0.25), c=torch.tensor(1.23456), d=True)
+    assert text == "3.00 0.2 1.23 True"
+    assert json.loads(json.dumps(entry(text)))["a"] == {"a": 3, "b": 0.25, "c": 1.2345600128173828, "d": True}
+
+
 def test_unknown_template_or_language_falls_back_to_english():
     text = T("a sentence no catalogue has: {n}", n=3)
     assert render(text, "ru") == render(text, "de") == render(text, None) == "a sentence no catalogue has: 3"
