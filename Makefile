@@ -32,10 +32,16 @@ lock:
 # The interface's message catalogues (web/translations): extract the strings marked with _()
 # and gettext(), merge them into the Russian and Chinese .po files, compile the .mo files
 # that are committed with them. Translate new entries in the .po files, then run it again.
+# The grader's feedback and the CLI's output have their own domain, `grader` (grader/translations,
+# babel-grader.cfg), read with the standard library's gettext: the students' package needs no Babel.
 i18n: install
 	$(VENV)/bin/pybabel extract -F babel.cfg -k _l -k lazy_gettext -o web/translations/messages.pot --no-location --project attn-grader .
 	$(VENV)/bin/pybabel update --no-fuzzy-matching -i web/translations/messages.pot -d web/translations
 	$(VENV)/bin/pybabel compile -d web/translations --statistics
+	$(VENV)/bin/pybabel extract -F babel-grader.cfg -k T -k N_ -k _ -o grader/translations/grader.pot \
+	  --no-location --sort-output --project attn-grader .
+	$(VENV)/bin/pybabel update -D grader -i grader/translations/grader.pot -d grader/translations --ignore-obsolete
+	$(VENV)/bin/pybabel compile -D grader -d grader/translations --statistics
 
 install: $(VENV)/.installed
 

@@ -10,6 +10,7 @@ A bug whose own family did not fail (or that has none) is charged where it first
 from __future__ import annotations
 
 from .checks.variants import explain, home_family
+from .i18n import T
 
 
 def charge_once(checks: list, families) -> list[dict]:
@@ -64,7 +65,8 @@ def charge_once(checks: list, families) -> list[dict]:
             cause["knock_on"].append(c.id)
             c.details["because_of"] = name
             c.points = c.max_points
-            c.message = f"fails because of a bug already counted ({explain(name) or name}): {c.message}"
+            c.message = T("fails because of a bug already counted ({bug}): {message}",
+                          bug=_bug(name), message=c.message)
     return list(causes.values())
 
 
@@ -72,17 +74,35 @@ def summary(checks: list, causes: list[dict]) -> str:
     """One line for the top of the report: how many bugs, and what each explains."""
     failing = [c for c in checks if not c.passed and c.max_points > 0 and not c.details.get("skipped")]
     if not failing:
-        return "every scored check passed"
+        return T("every scored check passed")
     explained = {i for cause in causes for i in cause["charged"] + cause["knock_on"]}
     others = [c for c in failing if c.id not in explained]
     parts = []
     for cause in causes:
         n = len(cause["charged"]) + len(cause["knock_on"])
-        parts.append(f"{cause['explanation'] or cause['diagnosis']} ({n} check{'s fail' if n != 1 else ' fails'} "
-                     f"because of it; charged once, to {cause['family']})")
+        bug = _bug(cause["diagnosis"], cause["explanation"])
+        parts.append(T("{bug} ({n} checks fail because of it; charged once, to {family})", bug=bug, n=n,
+                       family=cause["family"]) if n != 1 else
+                     T("{bug} ({n} check fails because of it; charged once, to {family})", bug=bug, n=n,
+                       family=cause["family"]))
     if others:
-        parts.append(f"{len(others)} other failing check{'s' if len(others) != 1 else ''}, first "
-                     f"{others[0].id}: {others[0].message}")
+        n, first = len(others), others[0]
+        parts.append(T("{n} other failing checks, first {check}: {message}", n=n, check=first.id,
+                       message=first.message) if n != 1 else
+                     T("{n} other failing check, first {check}: {message}", n=n, check=first.id,
+                       message=first.message))
     bugs = len(causes)
-    head = f"{bugs} bug{'s' if bugs != 1 else ''} found" if bugs else "no known bug matched"
-    return f"{head}: " + "; ".join(parts)
+    if not bugs:
+        head = T("no known bug matched")
+    else:
+        head = T("{n} bugs found", n=bugs) if bugs != 1 else T("{n} bug found", n=bugs)
+    joined = parts[0]
+    for part in parts[1:]:  # each part keeps its own template
+        joined = T("{first}; {second}", first=joined, second=part)
+    return T("{head}: {parts}", head=head, parts=joined)
+
+
+def _bug(name: str, explanation: str | None = None):
+    """A named bug's sentence, translatable by its English text (its name where it has none)."""
+    text = explanation if explanation is not None else explain(name)
+    return T(text) if text else name

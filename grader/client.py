@@ -17,6 +17,7 @@ import urllib.request
 import click
 
 from . import userconfig
+from .i18n import LANGUAGES, gettext_for, render, skip_reason
 
 DEFAULT_SERVER = "http://127.0.0.1:5000"
 ACCOUNT_PATH = "/account"  # where a student creates an API token (web/pages/auth.py)
@@ -102,60 +103,67 @@ def submit_and_wait(server: str, token: str, task: str, code: str, *, timeout: f
             poll = min(poll * 1.5, 3.0)
 
 
-def print_result(view: dict, console=None) -> None:
+def print_result(view: dict, console=None, lang: str | None = None) -> None:
     """The graded submission in the layout of ``attn-grader check``: a table of checks, then
-    the first failing traceback, the score, errors and notes."""
+    the first failing traceback, the score, errors and notes, in ``lang`` (see grader/i18n.py)."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
+    _ = gettext_for(lang)
     console = console or Console()
     if view["status"] == "failed":
-        console.print(f"[red]submission {view['id']} ({view['task']}) was not graded:[/] "
-                      f"{view.get('error')}", highlight=False)
+        console.print(Text.assemble((_("submission {id} ({task}) was not graded:").format(
+            id=view["id"], task=view["task"]), "red"), " ", str(view.get("error"))))
         return
-    table = Table(title=f"submission {view['id']} — task {view['task']}", expand=True)
-    table.add_column("check", no_wrap=True)
+    table = Table(title=_("submission {id} — task {task}").format(id=view["id"], task=view["task"]), expand=True)
+    table.add_column(_("check"), no_wrap=True)
     table.add_column("", no_wrap=True)
-    table.add_column("points", justify="right", no_wrap=True)
-    table.add_column("what was found", ratio=1)
+    table.add_column(_("points"), justify="right", no_wrap=True)
+    table.add_column(_("what was found"), ratio=1)
     skipped: dict[str, int] = {}
     for c in view.get("checks") or []:
+        message = c.get("message_i18n") or c.get("message") or ""
         if (c.get("details") or {}).get("skipped"):  # one line per reason, as on the web page
-            reason = (c.get("message") or "").removeprefix("skipped: ")
+            reason = skip_reason(message, lang)
             skipped[reason] = skipped.get(reason, 0) + 1
             continue
-        mark = "[green]pass[/]" if c["passed"] else "[red]FAIL[/]"
+        mark = Text(_("pass"), style="green") if c["passed"] else Text(_("FAIL"), style="red")
         points = f"{c['points']:g}/{c['max_points']:g}" if c["max_points"] else "-"
-        table.add_row(c["id"], mark, points, c.get("message") or "")
+        table.add_row(c["id"], mark, points, Text(render(message, lang)))
     for reason, count in skipped.items():
-        table.add_row(f"({count} more)", "[dim]skip[/]", "-", f"not run: {reason}")
+        table.add_row(_("({count} more)").format(count=count), Text(_("skip"), style="dim"), "-",
+                      Text(_("not run: {reason}").format(reason=reason)))
     if view.get("checks"):
         console.print(table)
     elif view.get("feedback") == "hidden":
-        console.print("[dim]per-check feedback is hidden for this assignment[/]")
+        console.print(Text(_("per-check feedback is hidden for this assignment"), style="dim"))
     for c in view.get("checks") or []:
         traceback = (c.get("details") or {}).get("traceback")
         if traceback and not c["passed"]:
-            console.print(f"[bold]{c['id']}[/]: your traceback", highlight=False)
+            console.print(Text(_("{check}: your traceback").format(check=c["id"]), style="bold"))
             console.print(traceback, markup=False, highlight=False)
             break
     colour = "green" if view.get("passed") else "red"
-    summary = "all scored checks passed" if view.get("passed") else "some checks failed"
-    late = ", late" if view.get("late") else ""
-    console.print(f"[bold {colour}]score {view.get('score') or 0:g}/{view.get('max_score') or 0:g}"
-                  f"[/] ({summary}{late})")
+    summary = _("all scored checks passed") if view.get("passed") else _("some checks failed")
+    late = _(", late") if view.get("late") else ""
+    console.print(Text.assemble((_("score {score}/{max_score}").format(
+        score=f"{view.get('score') or 0:g}", max_score=f"{view.get('max_score') or 0:g}"), f"bold {colour}"),
+        f" ({summary}{late})"))
     if view.get("error") and view["error"] not in {c.get("message") for c in view.get("checks") or []}:
-        console.print(f"[red]{view['error']}[/]", highlight=False)
+        console.print(Text(render(view.get("error_i18n") or view["error"], lang), style="red"))
     notebook = view.get("notebook")
     if notebook:
-        console.print(f"{notebook['function']}() is defined in cell {notebook['function_cell']}"
-                      if notebook.get("function_cell") else
-                      f"no cell of the notebook defines {notebook['function']}()", highlight=False)
+        console.print(_("{function}() is defined in cell {cell}").format(
+            function=notebook["function"], cell=notebook["function_cell"]) if notebook.get("function_cell") else
+            _("no cell of the notebook defines {function}()").format(function=notebook["function"]),
+            highlight=False, markup=False)
     timings = view.get("timings") or {}
     if timings.get("total_seconds") is not None:
-        console.print(f"[dim]graded on the server with a secret seed by grader "
-                      f"{view.get('grader_version')} in {timings['total_seconds']:.1f} s "
-                      f"(waited {timings.get('wait_seconds') or 0:.1f} s)[/]")
+        console.print(Text(_("graded on the server with a secret seed by grader {version} in {total:.1f} s "
+                             "(waited {wait:.1f} s)").format(version=view.get("grader_version"),
+                                                             total=timings["total_seconds"],
+                                                             wait=timings.get("wait_seconds") or 0), style="dim"))
 
 
 def _error_message(exc: ApiError, server: str) -> str:
@@ -187,33 +195,38 @@ def _error_message(exc: ApiError, server: str) -> str:
               help="wait for the result, or only print its address")
 @click.option("--timeout", default=600.0, show_default=True, help="seconds to wait for grading")
 @click.option("--json", "as_json", is_flag=True, help="print the API's JSON instead")
-def submit(file, task, server, token, wait, timeout, as_json):
+@click.option("--lang", type=click.Choice(LANGUAGES), default=None,
+              help="language of the output: en, ru or zh [default: `attn-grader config set lang`, "
+                   "else LANG/LC_ALL, else en]")
+def submit(file, task, server, token, wait, timeout, as_json, lang):
     """Submit FILE to the grading service and wait for the result."""
+    lang = userconfig.language(lang)
+    _ = gettext_for(lang)
     server = server or userconfig.current("server")[0] or DEFAULT_SERVER
     token = token or userconfig.current("token")[0]
     if not token:
         raise click.UsageError(
-            f"no API token: create one on {server.rstrip('/')}{ACCOUNT_PATH}, then run "
-            "`attn-grader config set token` (or pass --token, or set ATTN_GRADER_TOKEN)")
+            _("no API token: create one on {account}, then run `attn-grader config set token` (or pass "
+              "--token, or set ATTN_GRADER_TOKEN)").format(account=server.rstrip("/") + ACCOUNT_PATH))
     raw = open(file, "rb").read()
     try:
         code = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise click.ClickException(f"{file} is not UTF-8 text (byte {exc.start}); "
-                                   "save it as UTF-8") from None
+        raise click.ClickException(_("{file} is not UTF-8 text (byte {byte}); save it as UTF-8").format(
+            file=file, byte=exc.start)) from None
 
     def announce(accepted):
         if not as_json:  # stderr: --json keeps stdout one JSON document
             where = accepted.get("page_url") or accepted["url"]
-            click.echo(f"submission {accepted['id']} accepted; result: {where}", err=True)
+            click.echo(_("submission {id} accepted; result: {url}").format(id=accepted["id"], url=where), err=True)
 
     try:
         if not wait:
             accepted = create_submission(server, token, task, code,
                                          filename=os.path.basename(file))
             click.echo(json.dumps(accepted, indent=2) if as_json else
-                       f"submission {accepted['id']} accepted; result: "
-                       f"{accepted.get('page_url') or accepted['url']}")
+                       _("submission {id} accepted; result: {url}").format(
+                           id=accepted["id"], url=accepted.get("page_url") or accepted["url"]))
             return
         view = submit_and_wait(server, token, task, code, timeout=timeout,
                                filename=os.path.basename(file), on_accepted=announce)
@@ -222,7 +235,7 @@ def submit(file, task, server, token, wait, timeout, as_json):
     if as_json:
         click.echo(json.dumps(view, indent=2))
     else:
-        print_result(view)
+        print_result(view, lang=lang)
     sys.exit(0 if view.get("passed") else 1)
 
 

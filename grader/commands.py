@@ -7,6 +7,11 @@ import sys
 
 import click
 
+from . import userconfig
+from .i18n import LANGUAGES, T, gettext_for, render, skip_reason
+
+LANG_HELP = ("Language of the output: en, ru or zh [default: `attn-grader config set lang`, "
+             "else LANG/LC_ALL, else en].")
 PUBLIC_SEED = 20240607  # the local pre-check's inputs; the server draws a secret seed per run
 # The service's default ATTN_GRADER_MAX_SUBMISSION_BYTES: a file the pre-check passes but the
 # server refuses would cost the student a surprise at the deadline.
@@ -31,35 +36,40 @@ def _task_choice():
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
 @click.option("--only", "only", metavar="CHECK", default=None,
               help="Run one check (e.g. mask.bool_broadcast) on its smallest failing case and show it in full.")
-def check(file, task, as_json, sandbox, seed, device, only):
+@click.option("--lang", type=click.Choice(LANGUAGES), default=None, help=LANG_HELP)
+def check(file, task, as_json, sandbox, seed, device, only, lang):
     """Grade FILE locally, with the same checks as the server (public seed)."""
     import torch
 
     from .sandbox import SandboxUnavailable
 
+    lang = userconfig.language(lang)
+    _ = gettext_for(lang)
+
     try:
         with open(file, "rb") as f:
             source = f.read()
     except OSError as exc:
-        raise click.UsageError(f"cannot read {file}: {exc.strerror or exc}") from None
+        raise click.UsageError(_("cannot read {file}: {error}").format(file=file, error=exc.strerror or exc)) from None
     if device == "cuda":
         if not torch.cuda.is_available():
-            raise click.UsageError("--device cuda was given but no CUDA device is available here")
+            raise click.UsageError(_("--device cuda was given but no CUDA device is available here"))
     seed = PUBLIC_SEED if seed is None else seed
     notebook = _notebook_script(file, source, task, as_json)
     if notebook is not None:
         source = notebook
     text = source if isinstance(source, str) else source.decode("utf-8", "replace")
     if not text.lstrip("\ufeff").strip():
-        _fail(as_json, task, f"{file} is empty: write your {_function(task)}() in it "
-                             f"(`attn-grader template {task} > {file}` gives a starter)")
+        _fail(as_json, task, _("{file} is empty: write your {function}() in it (`attn-grader template {task} > "
+                               "{file}` gives a starter)").format(file=file, function=_function(task), task=task),
+              lang)
     size = len(source.encode() if isinstance(source, str) else source)
     if size > SERVER_LIMIT_BYTES:
-        warning = (f"{file} is {size} bytes of code; the server refuses submissions over "
-                   f"{SERVER_LIMIT_BYTES} bytes ({SERVER_LIMIT_BYTES // 1024} KiB) unless its "
-                   "operator raised the limit")
+        warning = T("{file} is {size} bytes of code; the server refuses submissions over {limit} bytes "
+                    "({kib} KiB) unless its operator raised the limit", file=file, size=size,
+                    limit=SERVER_LIMIT_BYTES, kib=SERVER_LIMIT_BYTES // 1024)
         if not as_json:
-            click.echo(f"Warning: {warning}", err=True)
+            click.echo(_("Warning: {warning}").format(warning=render(warning, lang)), err=True)
     # The checks' tensors are small: one thread grades them fastest, and torch's default pool
     # (a thread per core) made a grading several times slower on a busy machine (measured:
     # 0.22 s on one thread, 1.3 s on two with the cores busy). Grading workers do the same.
@@ -72,7 +82,7 @@ def check(file, task, as_json, sandbox, seed, device, only):
         if as_json or only:
             report = grade_source(source, task, seed=seed, sandbox=sandbox, device=device, only=only)
         else:
-            report = _grade_with_progress(source, task, seed, sandbox, device, file)
+            report = _grade_with_progress(source, task, seed, sandbox, device, file, lang)
     except ValueError as exc:  # an unknown --only check
         raise click.UsageError(str(exc)) from None
     except SandboxUnavailable as exc:
@@ -80,7 +90,7 @@ def check(file, task, as_json, sandbox, seed, device, only):
             click.echo(json.dumps({"task": task, "score": 0, "max_score": 100, "passed": False, "checks": [],
                                    "error": f"sandbox unavailable: {exc}"}))
         else:
-            click.echo(f"Error: --sandbox strict cannot run here: {exc}", err=True)
+            click.echo(_("Error: --sandbox strict cannot run here: {error}").format(error=exc), err=True)
         sys.exit(2)
     if size > SERVER_LIMIT_BYTES:
         report.warnings.append(warning)
@@ -89,13 +99,14 @@ def check(file, task, as_json, sandbox, seed, device, only):
         click.echo(json.dumps({**report.to_dict(), **({"notebook": {"function_cell": function_cell}}
                                                       if notebook is not None else {})}))
     elif only:
-        _print_one(report, only, file, task)
+        _print_one(report, only, file, task, lang)
     else:
-        _print_report(report, file, seed)
+        _print_report(report, file, seed, lang)
         if notebook is not None:
             from .tasks import TITLES
-            click.echo(f"{TITLES[task][1]}() is defined in cell {function_cell} of {file}" if function_cell
-                       else f"no cell of {file} defines {TITLES[task][1]}()")
+            click.echo(_("{function}() is defined in cell {cell} of {file}").format(
+                function=TITLES[task][1], cell=function_cell, file=file) if function_cell
+                else _("no cell of {file} defines {function}()").format(file=file, function=TITLES[task][1]))
     _exit_now(0 if report.passed else 1)
 
 
@@ -115,13 +126,13 @@ def _function(task):
     return TITLES[task][1]
 
 
-def _fail(as_json, task, message):
+def _fail(as_json, task, message, lang=None):
     """End the command with ``message``: one JSON report with --json, else a line on stderr."""
     if as_json:
         click.echo(json.dumps({"task": task, "score": 0, "max_score": 100, "passed": False,
                                "checks": [], "error": message}))
     else:
-        click.echo(f"Error: {message}", err=True)
+        click.echo(gettext_for(lang)("Error: {message}").format(message=message), err=True)
     sys.exit(1)
 
 
@@ -151,14 +162,16 @@ def _notebook_cells(report, script, task):
     return annotate_report(report, script).defining_cell(script, TITLES[task][1])
 
 
-def _grade_with_progress(source, task, seed, sandbox, device, file):
+def _grade_with_progress(source, task, seed, sandbox, device, file, lang=None):
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn
 
     from .grading import grade_source
 
     console = Console(stderr=True)
-    with Progress(TextColumn("[bold]checking[/] {task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+    checking = gettext_for(lang)("checking")
+    with Progress(TextColumn(f"[bold]{checking}[/] {{task.description}}"), BarColumn(),
+                  TextColumn("{task.completed}/{task.total}"),
                   console=console, transient=True) as bar:
         job = bar.add_task(file, total=None)
 
@@ -168,22 +181,23 @@ def _grade_with_progress(source, task, seed, sandbox, device, file):
         return grade_source(source, task, seed=seed, sandbox=sandbox, device=device, progress=progress)
 
 
-def _print_one(report, only, file, task):
+def _print_one(report, only, file, task, lang=None):
     """One check in full: its verdict, the case it ran (the smallest that still fails) and its numbers."""
     from rich.console import Console
     from rich.text import Text
 
+    _ = gettext_for(lang)
     console = Console()
     if report.error:
-        console.print(Text(report.error, style="red"))
+        console.print(Text(render(report.error, lang), style="red"))
         return
     check = next((c for c in report.checks if c.id == only), None)
     if check is None:
-        console.print(Text(f"{only} was not run", style="red"))
+        console.print(Text(_("{check} was not run").format(check=only), style="red"))
         return
     colour = "green" if check.passed else "red"
-    console.print(f"[bold {colour}]{check.id}: {'pass' if check.passed else 'FAIL'}[/]")
-    console.print(Text(check.message))
+    console.print(Text(f"{check.id}: {_('pass') if check.passed else _('FAIL')}", style=f"bold {colour}"))
+    console.print(Text(render(check.message, lang)))
     for key, value in check.details.items():
         if key.startswith("weights_") or key in ("reproduce", "traceback", "diagnosis", "because_of"):
             continue
@@ -191,59 +205,66 @@ def _print_one(report, only, file, task):
     if check.details.get("traceback"):
         console.print(Text(check.details["traceback"]))
     if not check.passed:
-        console.print("[dim]this is the smallest case of the check that still fails, on public inputs; "
-                      "the server draws other values of the same kind[/]")
+        console.print(Text(_("this is the smallest case of the check that still fails, on public inputs; "
+                             "the server draws other values of the same kind"), style="dim"))
 
 
-def _print_report(report, file, seed):
+def _print_report(report, file, seed, lang=None):
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
+    _ = gettext_for(lang)
     console = Console()
-    table = Table(title=f"{file} — task {report.task}", show_lines=False, expand=True)
-    table.add_column("check", no_wrap=True)
+    table = Table(title=_("{file} — task {task}").format(file=file, task=report.task), show_lines=False,
+                  expand=True)
+    table.add_column(_("check"), no_wrap=True)
     table.add_column("", no_wrap=True)
-    table.add_column("points", justify="right", no_wrap=True)
-    table.add_column("what was found", ratio=1)
+    table.add_column(_("points"), justify="right", no_wrap=True)
+    table.add_column(_("what was found"), ratio=1)
     skipped: dict[str, int] = {}
     for c in report.checks:
         if c.details.get("skipped"):  # one line per reason, not a row per check not run
-            reason = c.message.removeprefix("skipped: ")
+            reason = skip_reason(c.message, lang)
             skipped[reason] = skipped.get(reason, 0) + 1
             continue
-        mark = "[green]pass[/]" if c.passed else "[red]FAIL[/]"
+        mark = Text(_("pass"), style="green") if c.passed else Text(_("FAIL"), style="red")
         pts = f"{c.points}/{c.max_points}" if c.max_points else "-"
-        table.add_row(c.id, mark, pts, Text(c.message))  # Text: a student's message is never markup
+        table.add_row(c.id, mark, pts, Text(render(c.message, lang)))  # Text: a student's message is never markup
     for reason, count in skipped.items():
-        table.add_row(f"({count} more)", "[dim]skip[/]", "-", Text(f"not run: {reason}"))
+        table.add_row(_("({count} more)").format(count=count), Text(_("skip"), style="dim"), "-",
+                      Text(_("not run: {reason}").format(reason=reason)))
     console.print(table)
-    summary = report.to_dict()["summary"]
+    summary = report.to_dict()
+    summary = summary.get("summary_i18n") or summary["summary"]
     if not report.passed and summary and not report.error:  # a load failure is its one message
-        console.print(Text(summary))
+        console.print(Text(render(summary, lang)))
     first = next((c for c in report.checks if c.details.get("reproduce") and not c.details.get("because_of")), None)
     if first is not None:
-        console.print(Text(f"to see one failure alone, on its smallest case: "
-                           f"attn-grader check {file} --task {report.task} --only {first.id}", style="yellow"))
+        console.print(Text(_("to see one failure alone, on its smallest case: attn-grader check {file} --task "
+                             "{task} --only {check}").format(file=file, task=report.task, check=first.id),
+                           style="yellow"))
     for c in report.checks:
         tb = c.details.get("traceback")
         if tb and not c.passed:
-            console.print(f"[bold]{c.id}[/]: your traceback")
+            console.print(Text(_("{check}: your traceback").format(check=c.id), style="bold"))
             console.print(Text(tb))
             break
     for stream, text in (("stdout", report.student_stdout), ("stderr", report.student_stderr)):
         if text.strip():  # warnings land on stderr: a student should see them too
-            console.print(f"[dim]your code printed (on {stream}):[/]")
+            console.print(Text(_("your code printed (on {stream}):").format(stream=stream), style="dim"))
             console.print(text.strip()[-1500:], markup=False, highlight=False)
     colour = "green" if report.passed else "red"
-    console.print(f"[bold {colour}]score {report.score}/{report.max_score}[/] "
-                  f"({'all scored checks passed' if report.passed else 'some checks failed'})")
+    console.print(Text.assemble(
+        (_("score {score}/{max_score}").format(score=report.score, max_score=report.max_score), f"bold {colour}"),
+        " (" + (_("all scored checks passed") if report.passed else _("some checks failed")) + ")"))
     if report.error and report.error not in {c.message for c in report.checks}:  # said once
-        console.print(Text(report.error, style="red"))
+        console.print(Text(render(report.error, lang), style="red"))
     for w in report.warnings:
-        console.print(Text("note: " + w, style="yellow"))
-    console.print(f"[dim]inputs from the public seed {seed}; the server grades with a fresh secret seed "
-                  f"(grader {__import__('grader').GRADER_VERSION}, sandbox {report.sandbox or 'n/a'})[/]")
+        console.print(Text(_("note: {warning}").format(warning=render(w, lang)), style="yellow"))
+    console.print(Text(_("inputs from the public seed {seed}; the server grades with a fresh secret seed "
+                         "(grader {version}, sandbox {sandbox})").format(
+        seed=seed, version=__import__('grader').GRADER_VERSION, sandbox=report.sandbox or "n/a"), style="dim"))
 
 
 @click.command("tasks")

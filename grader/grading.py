@@ -19,6 +19,7 @@ from .source import parse_python
 from .causes import charge_once, summary
 from .jsonsafe import json_safe
 from .checks.forbidden import fresh_samples
+from .i18n import T, entry
 from .sandbox import SandboxSession
 from .tasks import registry
 
@@ -42,8 +43,13 @@ class CheckResult:
             details = {k: v for k, v in details.items() if not k.startswith("weights_")}
             if len(json.dumps(details)) > DETAILS_LIMIT:
                 details = {"truncated": json.dumps(details)[: DETAILS_LIMIT // 2]}
-        return {"id": self.id, "passed": self.passed, "points": self.points, "max_points": self.max_points,
-                "message": self.message, "details": details}
+        # ``message`` stays English (the API's users read it); ``message_i18n`` lets a page show
+        # it in its reader's language (grader/i18n.py), for a message that has a template.
+        out = {"id": self.id, "passed": self.passed, "points": self.points, "max_points": self.max_points,
+               "message": str(self.message), "details": details}
+        if isinstance(self.message, T):
+            out["message_i18n"] = entry(self.message)
+        return out
 
 
 @dataclass
@@ -72,12 +78,15 @@ class GradeReport:
         return self.error is None and all(c.passed for c in self.checks if c.max_points > 0)
 
     def to_dict(self) -> dict:
+        said = summary(self.checks, self.causes)
         return {"task": self.task, "score": self.score, "max_score": self.max_score, "passed": self.passed,
                 "checks": [c.to_dict() for c in self.checks], "error": self.error,
                 "grader_version": GRADER_VERSION, "sandbox": self.sandbox, "warnings": list(self.warnings),
                 "seed_public": self.seed_public, "timings": self.timings,
-                "causes": list(self.causes), "summary": summary(self.checks, self.causes),
-                "student_stdout": self.student_stdout, "student_stderr": self.student_stderr}
+                "causes": list(self.causes), "summary": str(said),
+                "student_stdout": self.student_stdout, "student_stderr": self.student_stderr,
+                **({"summary_i18n": entry(said)} if isinstance(said, T) else {}),
+                **({"error_i18n": entry(self.error)} if isinstance(self.error, T) else {})}
 
 
 def split_points(total: int, weights: list[int]) -> list[int]:
@@ -108,16 +117,18 @@ def _signature_problem(task, params) -> str | None:
     var_pos = any(p["kind"] == "VAR_POSITIONAL" for p in params)
     var_kw = any(p["kind"] == "VAR_KEYWORD" for p in params)
     if len(positional) < task.positional and not var_pos:
-        return (f"your function takes {len(positional)} positional argument(s) but the task passes "
-                f"{task.positional}")
+        return T("your function takes {got} positional argument(s) but the task passes {want}",
+                 got=len(positional), want=task.positional)
     extra = positional[task.positional:] + [p for p in params if p["kind"] == "KEYWORD_ONLY"]
     names = {p["name"] for p in extra if p["kind"] != "POSITIONAL_ONLY"}
     missing = [k for k in task.keywords if k not in names and not var_kw]
     if missing:
-        return f"your function has no parameter named {', '.join(missing)} (the task passes it by keyword)"
+        return T("your function has no parameter named {names} (the task passes it by keyword)",
+                 names=", ".join(missing))
     required = [p["name"] for p in extra if not p["has_default"] and p["name"] not in task.keywords]
     if required:
-        return f"parameter(s) {', '.join(required)} need a default value: the grader never passes them"
+        return T("parameter(s) {names} need a default value: the grader never passes them",
+                 names=", ".join(required))
     return None
 
 
@@ -160,7 +171,7 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         done = {c.id for c in report.checks}
         for cid in ["load.source", "load.import", "load.signature"] + [c.id for c in t.checks]:
             if cid not in done:
-                add(cid, False, "skipped: the submission could not be loaded", {"skipped": True})
+                add(cid, False, T("skipped: the submission could not be loaded"), {"skipped": True})
         report.timings["total_s"] = round(time.monotonic() - started, 3)
         return report
 
@@ -170,16 +181,17 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         try:
             source = source.decode("utf-8")
         except UnicodeDecodeError as exc:
-            return fail_load("load.source", f"the file is not valid UTF-8 text (byte {exc.start} cannot be "
-                                            f"decoded): save it as UTF-8")
+            return fail_load("load.source", T("the file is not valid UTF-8 text (byte {byte} cannot be "
+                                              "decoded): save it as UTF-8", byte=exc.start))
     try:
         parse_python(source)
     except SyntaxError as exc:
-        return fail_load("load.source", f"Python cannot parse your file: {exc.msg} (line {exc.lineno})",
+        return fail_load("load.source", T("Python cannot parse your file: {error} (line {line})",
+                                          error=exc.msg, line=exc.lineno),
                          {"line": exc.lineno, "offset": exc.offset, "text": (exc.text or "").rstrip()[:200]})
     except ValueError as exc:  # e.g. null bytes
-        return fail_load("load.source", f"Python cannot parse your file: {exc}")
-    add("load.source", True, "valid UTF-8 Python")
+        return fail_load("load.source", T("Python cannot parse your file: {error}", error=str(exc)))
+    add("load.source", True, T("valid UTF-8 Python"))
 
     with SandboxSession(source, t.function, level=sandbox, limits=limits, device=device, block=t.block) as session:
         report.sandbox, report.warnings = session.level, list(session.warnings)
@@ -190,17 +202,20 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         if not loaded.ok:
             err = loaded.error
             if err.kind == "missing":
-                msg = f"your file does not define {t.function}(): {err.message}"
+                msg = T("your file does not define {function}(): {message}", function=t.function,
+                        message=err.message)
             elif err.kind == "timeout":
-                msg = f"importing your file took too long ({err.message}): move slow work out of module level"
+                msg = T("importing your file took too long ({message}): move slow work out of module level",
+                        message=err.message)
             else:
-                msg = f"importing your file failed: {err.exc_type + ': ' if err.exc_type else ''}{err.message}"
+                msg = T("importing your file failed: {error}",
+                        error=f"{err.exc_type + ': ' if err.exc_type else ''}{err.message}")
             return _finish(report, session, fail_load("load.import", msg, {"traceback": clean_traceback(err.traceback)}))
-        add("load.import", True, f"the file imports and defines {t.function}()")
+        add("load.import", True, T("the file imports and defines {function}()", function=t.function))
         problem = _signature_problem(t, loaded.params)
         if problem:
             return _finish(report, session, fail_load("load.signature", problem, {"parameters": loaded.params}))
-        add("load.signature", True, "the signature accepts every argument the task passes")
+        add("load.signature", True, T("the signature accepts every argument the task passes"))
         _run_checks(report, session, t, secret, device, add, progress, total, smallest=only is not None)
         if only is not None and all(c.passed for c in report.checks if c.id == only):
             # the smallest case passes: show the check at its ordinary sizes instead
@@ -256,7 +271,7 @@ def _run_one(ctx, check, add, per_check) -> bool | None:
     passed, details, crashed = False, {}, False
     try:
         result = check.fn(ctx)
-        message, details = (result if isinstance(result, tuple) else (result or "passed", {}))
+        message, details = (result if isinstance(result, tuple) else (result or T("passed"), {}))
         passed = True
     except Fail as f:
         message, details = f.message, f.details
@@ -268,7 +283,7 @@ def _run_one(ctx, check, add, per_check) -> bool | None:
             # autograd refusing an in-place change the parent saw itself (the message alone is not evidence)
             details["diagnosis"] = "inputs_modified"
     except Exception as exc:  # a grader bug must not take the other checks down
-        message = f"the grader could not run this check ({type(exc).__name__}); please report it"
+        message = T("the grader could not run this check ({error}); please report it", error=type(exc).__name__)
         details = {"internal_error": f"{type(exc).__name__}: {exc}"[:500]}
     per_check[check.id] = round(time.monotonic() - began, 3)
     if passed:
@@ -311,12 +326,12 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
         if progress:
             progress(check.id, 3 + i, total)
         if any(c.id == "forbidden.static" and c.details.get("detected") for c in report.checks):
-            add(check.id, False, "skipped: built-in attention is not allowed, so nothing else is graded",
+            add(check.id, False, T("skipped: built-in attention is not allowed, so nothing else is graded"),
                 {"skipped": True})
             continue
         if crashes >= CRASH_LIMIT:
-            add(check.id, False, f"skipped: your function crashed or hung in {crashes} checks, so the "
-                                 f"remaining checks were not run", {"skipped": True})
+            add(check.id, False, T("skipped: your function crashed or hung in {crashes} checks, so the "
+                                   "remaining checks were not run", crashes=crashes), {"skipped": True})
             continue
         crashes += _run_one(ctx, check, add, per_check) is None
     for i, check in enumerate(post):  # never skipped: their verdict is what the others' points rest on
@@ -334,14 +349,14 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
             continue
         if detected and (family != "forbidden" or c.passed):
             c.points = 0
-            c.message += " (not scored: built-in attention was used or the grader was tampered with)"
+            c.message += T(" (not scored: built-in attention was used or the grader was tampered with)")
         elif unverified and c.id not in post_ids:
             c.points = 0
-            c.message += " (not scored: the run-time check could not verify that no built-in attention ran)"
+            c.message += T(" (not scored: the run-time check could not verify that no built-in attention ran)")
         elif not shown and family not in UNGATED:
             c.points = 0
-            c.message += (" (not scored: this property holds for functions that are not attention too, and "
-                          "none of your output checks shows attention)")
+            c.message += T(" (not scored: this property holds for functions that are not attention too, and "
+                           "none of your output checks shows attention)")
     if not detected and not unverified and shown:
         report.causes = charge_once(report.checks, t.points)
     for c in report.checks:

@@ -198,6 +198,8 @@ SETTINGS: tuple[Setting, ...] = (
        "student CLI", shown="from `attn-grader config`"),
     _S("TOKEN", str, None, "API token for `submit` (before `config set token`)", "student CLI",
        shown="from `attn-grader config`"),
+    _S("LANG", str, None, "language of `check`'s and `submit`'s output: en, ru or zh (before "
+       "`config set lang`)", "student CLI", shown="from `attn-grader config`, else LANG/LC_ALL, else en"),
     # -- instructors' and researchers' tools
     _S("SEEDS", str, None, "the course's source texts for the question bank's copying rule "
        "(`attn-grader questions validate`)", "tools", shown="`../shared/seeds` beside the checkout"),

@@ -15,12 +15,14 @@ from urllib.parse import urlparse
 import click
 
 from . import settings
+from .i18n import N_
 
 SECTION = "attn-grader"
 # key -> what it is (the environment variable that overrides it is ATTN_GRADER_<KEY>)
 KEYS = {
-    "server": "URL of the grading service, e.g. https://grader.example.edu",
-    "token": "your API token (from the account page of the service)",
+    "server": N_("URL of the grading service, e.g. https://grader.example.edu"),
+    "token": N_("your API token (from the account page of the service)"),
+    "lang": N_("language of check's and submit's output: en, ru or zh"),
 }
 
 
@@ -65,6 +67,28 @@ def _write(parser: configparser.ConfigParser) -> Path:
     return path
 
 
+def _translator():
+    from .i18n import gettext_for
+    return gettext_for(language())
+
+
+def language(explicit: str | None = None) -> str:
+    """The CLI's language: --lang, else ATTN_GRADER_LANG or `config set lang`, else LANG/LC_ALL, else en."""
+    from .i18n import language_from_environment, normalise
+
+    chosen = explicit or current("lang")[0]
+    return normalise(chosen) or language_from_environment() or "en"
+
+
+def normalise_lang(value: str) -> str:
+    from .i18n import LANGUAGES, normalise
+
+    lang = normalise(value)
+    if lang is None:
+        raise click.BadParameter(f"{value!r} is not one of {', '.join(LANGUAGES)}", param_hint="VALUE")
+    return lang
+
+
 def normalise_server(url: str) -> str:
     url = url.strip().rstrip("/")
     parsed = urlparse(url)
@@ -76,16 +100,18 @@ def normalise_server(url: str) -> str:
 
 @click.group("config")
 def config():
-    """Remember settings for `submit`: the server's URL and your API token.
+    """Remember settings for `submit` and `check`: the server's URL, your API token, the language.
 
     \b
     attn-grader config set server https://grader.example.edu
     attn-grader config set token   (asks for it; get one on the account page)
+    attn-grader config set lang ru (en, ru or zh; else LANG/LC_ALL decides)
     attn-grader config show
 
-    The environment variables ATTN_GRADER_SERVER and ATTN_GRADER_TOKEN, and the --server
-    and --token options, take precedence over what is remembered here. `attn-grader config
-    settings` lists every ATTN_GRADER_* variable (the service's too) with its default.
+    The environment variables ATTN_GRADER_SERVER, ATTN_GRADER_TOKEN and ATTN_GRADER_LANG, and
+    the --server, --token and --lang options, take precedence over what is remembered here.
+    `attn-grader config settings` lists every ATTN_GRADER_* variable (the service's too) with
+    its default.
     """
 
 
@@ -93,41 +119,47 @@ def config():
 @click.argument("key", type=click.Choice(sorted(KEYS)))
 @click.argument("value", required=False)
 def config_set(key, value):
-    """Remember VALUE for KEY (server or token)."""
+    """Remember VALUE for KEY (server, token or lang)."""
     if value is None:
         if key != "token":
             raise click.UsageError(f"give the value: attn-grader config set {key} VALUE")
         value = click.prompt("API token (from the account page)", hide_input=True)
-    value = normalise_server(value) if key == "server" else value.strip()
+    value = normalise_server(value) if key == "server" else normalise_lang(value) if key == "lang" else value.strip()
     if not value:
         raise click.BadParameter("the value is empty", param_hint="VALUE")
     parser = _read()
     parser.set(SECTION, key, value)
     path = _write(parser)
-    click.echo(f"{key} remembered in {path}" + ("" if key == "token" else f": {value}"))
+    _ = _translator()  # after the write: `config set lang ru` already answers in Russian
+    click.echo(_("{key} remembered in {path}").format(key=key, path=path) if key == "token" else
+               _("{key} remembered in {path}: {value}").format(key=key, path=path, value=value))
 
 
 @config.command("unset")
 @click.argument("key", type=click.Choice(sorted(KEYS)))
 def config_unset(key):
     """Forget KEY."""
+    _ = _translator()
     parser = _read()
     removed = parser.remove_option(SECTION, key)
     path = _write(parser)
-    click.echo(f"{key} forgotten ({path})" if removed else f"{key} was not set")
+    click.echo(_("{key} forgotten ({path})").format(key=key, path=path) if removed else
+               _("{key} was not set").format(key=key))
 
 
 @config.command("show")
 def config_show():
     """Show the settings `submit` will use and where each comes from."""
-    click.echo(f"settings file: {config_path()}")
+    _ = _translator()
+    click.echo(_("settings file: {path}").format(path=config_path()))
     for key, meaning in KEYS.items():
         value, source = current(key)
+        source = _("file") if source == "file" else source
         if value is None:
-            click.echo(f"{key}: not set ({meaning})")
+            click.echo(_("{key}: not set ({meaning})").format(key=key, meaning=_(meaning)))
             continue
-        shown = value if key != "token" else value[:4] + "…" + f" ({len(value)} characters)"
-        click.echo(f"{key}: {shown}  [from {source}]")
+        shown = value if key != "token" else value[:4] + "…" + _(" ({count} characters)").format(count=len(value))
+        click.echo(_("{key}: {value}  [from {source}]").format(key=key, value=shown, source=source))
 
 
 @config.command("settings")

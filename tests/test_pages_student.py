@@ -343,3 +343,41 @@ def test_a_free_text_grade_shows_which_rubric_items_were_met(env, ada, prof):
     page = ada.get(response.location).get_data(as_text=True)
     assert page.count('<li class="met">') == 1
     assert page.count('<li class="unmet">') == len(rubric) - 1
+
+
+def _translatable_report(code, task, **_):
+    """A report made by the grader's own classes: English messages that keep their templates."""
+    from grader.checks.variants import explain
+    from grader.grading import CheckResult, GradeReport
+    from grader.i18n import T
+
+    wrong = T("{what}: {comparison}.{cause}", what=T("float64 inputs"), cause=T(" Likely cause: {cause}.",
+              cause=explain("no_scale")), comparison=T("largest difference from the reference is {error:.3g} at "
+              "index {where} (yours {got:.6g}, expected {expected:.6g}; allowed {bound:.2g})", error=1.62,
+              where=[2, 0, 4, 7], got=2.60714, expected=0.985897, bound=1.4e-06))
+    checks = [CheckResult("load.source", True, 2, 2, T("valid UTF-8 Python")),
+              CheckResult("output.float64", False, 0, 4, wrong, {"case": "float64 inputs"}),
+              CheckResult("scale.default", False, 0, 8, T("no scaling: the scores are not divided by √d_k"))]
+    return GradeReport(task=task, checks=checks, sandbox="none").to_dict()
+
+
+def test_a_stored_report_is_shown_in_each_readers_language(env, ada, prof):
+    sid = _submission_id(ada.post("/tasks/sdpa", data={"code": "x = 1\n"}))
+    grade_queued(env, _translatable_report)  # graded once, in English
+    pages = {}
+    for lang in ("en", "ru", "zh"):
+        with ada.session_transaction() as session:
+            session["lang"] = lang
+        pages[lang] = _text(ada.get(f"/submissions/{sid}").get_data(as_text=True))
+    assert "Likely cause: you do not scale the scores" in pages["en"]
+    assert "no known bug matched: 2 other failing checks, first output.float64" in pages["en"]
+    assert "Вероятная причина: вы не масштабируете оценки: разделите Q·Kᵀ на √d_k перед softmax" in pages["ru"]
+    assert "входы float64: наибольшее отличие от эталона 1.62 в индексе [2, 0, 4, 7]" in pages["ru"]
+    assert "ни одна известная ошибка не подошла" in pages["ru"]  # the cause summary
+    assert "可能的原因：你没有缩放分数" in pages["zh"] and "没有匹配到已知错误" in pages["zh"]
+    assert "Likely cause" not in pages["ru"] + pages["zh"]
+    # the instructor reads the same stored report in their own language
+    with prof.session_transaction() as session:
+        session["lang"] = "zh"
+    instructor = _text(prof.get(f"/instructor/submissions/{sid}").get_data(as_text=True))
+    assert "没有缩放：分数没有除以 √d_k" in instructor and "有效的 UTF-8 Python" in instructor

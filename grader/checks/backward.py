@@ -18,23 +18,24 @@ from .base import Fail
 from .calls import sdpa_kwargs
 from .tolerance import GRAD_FLOOR_FACTOR, GRAD_MULTIPLIER
 from .tuples import Outputs, flat, judge
+from ..i18n import N_, T
 
 NAMES = ("dQ", "dK", "dV")
 BUGS = {
-    "no_jacobian_outer": "your softmax backward keeps only the diagonal of the Jacobian (dS = P ⊙ dP): the "
-                         "Jacobian of a softmax row is diag(p) − ppᵀ, so subtract the row sum: "
-                         "dS = P ⊙ (dP − rowsum(dP ⊙ P))",
-    "no_scale_in_grads": "dQ and dK miss the scale: the scores are s·QKᵀ, so dQ = s·dS·K and dK = s·dSᵀ·Q "
-                         "(s = 1/√d_k unless scale= is given)",
-    "scale_ignored": "you ignore the scale= argument and always use 1/√d_k",
-    "mask_not_in_ds": "the mask is not applied in the backward: the probabilities you use for dS come from "
-                      "the unmasked scores, so masked keys get gradient; use the masked P for dS too",
-    "dv_not_transposed": "dV = Pᵀ·dO: you multiplied P·dO (the transpose is missing)",
-    "dk_not_transposed": "dK = s·dSᵀ·Q: you multiplied dS·Q (the transpose is missing)",
-    "dq_transposed": "dQ = s·dS·K: you multiplied dSᵀ·K (dS must not be transposed for dQ)",
-    "dq_dk_swapped": "you return dK in the place of dQ and dQ in the place of dK: the order is (dQ, dK, dV)",
-    "causal_ignored": "is_causal=True has no effect in your backward",
-    "float_mask_ignored": "you ignore the float mask: it is added to the scaled scores (forward and backward)",
+    "no_jacobian_outer": N_("your softmax backward keeps only the diagonal of the Jacobian (dS = P ⊙ dP): the "
+                            "Jacobian of a softmax row is diag(p) − ppᵀ, so subtract the row sum: "
+                            "dS = P ⊙ (dP − rowsum(dP ⊙ P))"),
+    "no_scale_in_grads": N_("dQ and dK miss the scale: the scores are s·QKᵀ, so dQ = s·dS·K and dK = s·dSᵀ·Q "
+                            "(s = 1/√d_k unless scale= is given)"),
+    "scale_ignored": N_("you ignore the scale= argument and always use 1/√d_k"),
+    "mask_not_in_ds": N_("the mask is not applied in the backward: the probabilities you use for dS come from "
+                         "the unmasked scores, so masked keys get gradient; use the masked P for dS too"),
+    "dv_not_transposed": N_("dV = Pᵀ·dO: you multiplied P·dO (the transpose is missing)"),
+    "dk_not_transposed": N_("dK = s·dSᵀ·Q: you multiplied dS·Q (the transpose is missing)"),
+    "dq_transposed": N_("dQ = s·dS·K: you multiplied dSᵀ·K (dS must not be transposed for dQ)"),
+    "dq_dk_swapped": N_("you return dK in the place of dQ and dQ in the place of dK: the order is (dQ, dK, dV)"),
+    "causal_ignored": N_("is_causal=True has no effect in your backward"),
+    "float_mask_ignored": N_("you ignore the float mask: it is added to the scaled scores (forward and backward)"),
 }
 # The family each of these bugs is charged to (grader/causes.py), and their sentences for it.
 variants.register(BUGS, {
@@ -55,7 +56,8 @@ BACKWARD_FRAGMENTS = ("backward", "autograd.grad")
 
 
 def explain(name: str | None) -> str:
-    return BUGS.get(name, "") if name else ""
+    text = BUGS.get(name, "") if name else ""
+    return T(text) if text else ""  # a T: rendered in the reader's language
 
 
 def reference_grads(q, k, v, g, attn_mask=None, is_causal=False, scale=None):
@@ -165,24 +167,25 @@ def _dims(ctx):
 def shapes(ctx):
     L, S, E, Ev = _dims(ctx)
     worst = run_backward(ctx, *_case(ctx, L, S, E, Ev, torch.float32),
-                         what=f"4-D float32 inputs (L={L}, S={S}, E={E}, Ev={Ev})")
+                         what=T("4-D float32 inputs (L={L}, S={S}, E={E}, Ev={Ev})", L=L, S=S, E=E, Ev=Ev))
     N = ctx.inputs.randint(2, 5)
     worst = max(worst, run_backward(ctx, *_case(ctx, L, S, E, Ev, torch.float32, batch=(N,)),
-                                    what=f"3-D float32 inputs (N={N}, L={L}, S={S})"))
-    return f"dQ, dK and dV match autograd's on 3-D and 4-D inputs with L != S, E != Ev (max error {worst:.2g})"
+                                    what=T("3-D float32 inputs (N={N}, L={L}, S={S})", N=N, L=L, S=S)))
+    return T("dQ, dK and dV match autograd's on 3-D and 4-D inputs with L != S, E != Ev (max "
+             "error {worst:.2g})", worst=worst)
 
 
 def square(ctx):
     """L == S: a missing or extra transpose keeps the shapes here, so only the values can tell."""
     L, E, Ev = ctx.inputs.distinct(3, 5, 12)
-    worst = run_backward(ctx, *_case(ctx, L, L, E, Ev), what=f"self-attention shapes (L = S = {L})")
-    return f"with L = S every gradient is transposed the right way (max error {worst:.2g})"
+    worst = run_backward(ctx, *_case(ctx, L, L, E, Ev), what=T("self-attention shapes (L = S = {L})", L=L))
+    return T("with L = S every gradient is transposed the right way (max error {worst:.2g})", worst=worst)
 
 
 def float64(ctx):
     L, S, E, Ev = _dims(ctx)
-    worst = run_backward(ctx, *_case(ctx, L, S, E, Ev), what="float64 inputs")
-    return f"float64 inputs give float64-accurate gradients (max error {worst:.2g})"
+    worst = run_backward(ctx, *_case(ctx, L, S, E, Ev), what=T("float64 inputs"))
+    return T("float64 inputs give float64-accurate gradients (max error {worst:.2g})", worst=worst)
 
 
 def _dtype_args(ctx, dtype):
@@ -198,49 +201,52 @@ def jacobian(ctx):
     """Large scores (peaked rows) make the −ppᵀ term of the softmax Jacobian dominate."""
     L, S, E, Ev = _dims(ctx)
     q, k, v, g = _case(ctx, L, S, E, Ev)
-    run_backward(ctx, q * 2, k, v, g, what=f"peaked attention rows (query scaled by 2, L={L}, S={S})")
-    return "the softmax backward uses the full Jacobian diag(p) − ppᵀ"
+    run_backward(ctx, q * 2, k, v, g, what=T("peaked attention rows (query scaled by 2, "
+                                             "L={L}, S={S})", L=L, S=S))
+    return T("the softmax backward uses the full Jacobian diag(p) − ppᵀ")
 
 
 def scale_default(ctx):
     L, S, Ev = ctx.inputs.distinct(3, 5, 10)
     E = ctx.inputs.randint(24, 40)   # a large d_k: a missing 1/√d_k is far off
-    run_backward(ctx, *_case(ctx, L, S, E, Ev), what=f"default scale 1/√{E}")
-    return "dQ and dK carry the default scale 1/√d_k"
+    run_backward(ctx, *_case(ctx, L, S, E, Ev), what=T("default scale 1/√{E}", E=E))
+    return T("dQ and dK carry the default scale 1/√d_k")
 
 
 def scale_argument(ctx):
     L, S, E, Ev = _dims(ctx)
     value = round(ctx.inputs.uniform(0.15, 0.6), 3)
-    run_backward(ctx, *_case(ctx, L, S, E, Ev), scale=value, what=f"scale={value}")
-    return f"the scale= argument is used in the forward and in dQ, dK (scale={value})"
+    run_backward(ctx, *_case(ctx, L, S, E, Ev), scale=value, what=T("scale={value}", value=value))
+    return T("the scale= argument is used in the forward and in dQ, dK (scale={value})", value=value)
 
 
 def mask_bool(ctx):
     L, S, E, Ev = _dims(ctx)
     mask = ctx.inputs.bool_mask(L, S)
-    run_backward(ctx, *_case(ctx, L, S, E, Ev), attn_mask=mask, what=f"boolean mask ({L}, {S})")
-    return "a boolean mask hides its keys in the forward and in the backward"
+    run_backward(ctx, *_case(ctx, L, S, E, Ev), attn_mask=mask, what=T("boolean mask ({L}, {S})", L=L, S=S))
+    return T("a boolean mask hides its keys in the forward and in the backward")
 
 
 def mask_float(ctx):
     L, S, E, Ev = _dims(ctx)
     mask = ctx.inputs.float_mask(L, S, dtype=torch.float64)
-    run_backward(ctx, *_case(ctx, L, S, E, Ev), attn_mask=mask, what=f"float (additive) mask ({L}, {S})")
-    return "a float mask is added to the scaled scores and handled in the backward"
+    run_backward(ctx, *_case(ctx, L, S, E, Ev), attn_mask=mask, what=T("float (additive) mask ({L}, {S})",
+                                                                       L=L, S=S))
+    return T("a float mask is added to the scaled scores and handled in the backward")
 
 
 def causal_square(ctx):
     L, E, Ev = ctx.inputs.distinct(3, 5, 12)
-    run_backward(ctx, *_case(ctx, L, L, E, Ev), is_causal=True, what=f"is_causal=True, L = S = {L}")
-    return "is_causal=True hides the future in the backward too"
+    run_backward(ctx, *_case(ctx, L, L, E, Ev), is_causal=True, what=T("is_causal=True, L = S = {L}", L=L))
+    return T("is_causal=True hides the future in the backward too")
 
 
 def causal_rectangular(ctx):
     L, S = sorted(ctx.inputs.distinct(2, 5, 12))
     E, Ev = ctx.inputs.distinct(2, 5, 12)
-    run_backward(ctx, *_case(ctx, L, S, E, Ev), is_causal=True, what=f"is_causal=True, L={L} < S={S}")
-    return "the causal mask is aligned top-left (ones(L, S).tril()) when L != S"
+    run_backward(ctx, *_case(ctx, L, S, E, Ev), is_causal=True, what=T("is_causal=True, L={L} < S={S}",
+                                                                       L=L, S=S))
+    return T("the causal mask is aligned top-left (ones(L, S).tril()) when L != S")
 
 
 # ---- autograd is forbidden ------------------------------------------------------------
@@ -272,9 +278,9 @@ def autograd_static(ctx):
                                                            f"({node.func.id})"})
     if found:
         lines = "; ".join(f"line {f['line']}: {f['what']}" for f in found[:5])
-        raise Fail(f"autograd is not allowed in this task: compute dQ, dK and dV with your own formulas "
-                   f"({lines})", {"findings": found[:20], "detected": True})
-    return "no autograd in the source"
+        raise Fail(T("autograd is not allowed in this task: compute dQ, dK and dV with your "
+                     "own formulas ({lines})", lines=lines), {"findings": found[:20], "detected": True})
+    return T("no autograd in the source")
 
 
 def autograd_runtime(ctx):
@@ -283,7 +289,8 @@ def autograd_runtime(ctx):
     hits = sorted({op for op in ctx.ops if any(f in op.lower() for f in BACKWARD_FRAGMENTS)}
                   | {b.split(":", 1)[1] for b in ctx.blocked if b.startswith("autograd:")})
     if hits:
-        raise Fail(f"your function ran autograd's backward ({', '.join(hits[:4])}): compute the gradients "
-                   f"with your own formulas", {"ops": hits[:20], "detected": True})
-    return f"no backward kernel ran ({len(ctx.ops)} distinct operations traced over {ctx.calls} calls)"
+        raise Fail(T("your function ran autograd's backward ({value}): compute the gradients "
+                     "with your own formulas", value=', '.join(hits[:4])), {"ops": hits[:20], "detected": True})
+    return T("no backward kernel ran ({count} distinct operations traced over {calls} calls)",
+             count=len(ctx.ops), calls=ctx.calls)
 

@@ -15,6 +15,7 @@ from typing import Callable
 
 import torch
 
+from ..i18n import T
 from .inputs import InputFactory
 
 
@@ -35,19 +36,18 @@ class StudentFailure(Exception):
 
     def describe(self) -> str:
         e = self.error
+        during = T(" ({during})", during=self.during) if self.during else ""
         if e.kind == "exception":
-            where = f" ({self.during})" if self.during else ""
-            msg = f"your function raised {e.exc_type or 'an exception'}{where}: {e.message}"
             where = last_student_line(e.traceback)
-            if where:
-                msg += f" (at {where})"
-            return msg
+            return T("your function raised {exc_type}{during}: {message}{at}",
+                     exc_type=e.exc_type or T("an exception"), during=during, message=e.message,
+                     at=T(" (at {where})", where=where) if where else "")
         if e.kind == "timeout":
-            return f"your function did not finish in time{' (' + self.during + ')' if self.during else ''}: " \
-                   f"an endless loop, or far slower than it needs to be ({e.message})"
+            return T("your function did not finish in time{during}: an endless loop, or far slower than "
+                     "it needs to be ({message})", during=during, message=e.message)
         if e.kind == "memory":
-            return f"your function ran out of memory ({e.message})"
-        return f"your function's process failed: {e.message}"
+            return T("your function ran out of memory ({message})", message=e.message)
+        return T("your function's process failed: {message}", message=e.message)
 
 
 def last_student_line(traceback: str) -> str:
@@ -119,8 +119,8 @@ class Context:
         """Run the student function; raises StudentFailure if it raised, crashed or timed out."""
         left = self.deadline - time.monotonic()
         if left <= 0:
-            raise Fail(f"this check ran out of its time budget ({self.check_seconds:.0f} s): "
-                       f"your function is too slow on these small inputs")
+            raise Fail(T("this check ran out of its time budget ({seconds:.0f} s): your function is too slow "
+                         "on these small inputs", seconds=self.check_seconds))
         limit = min(left, self.session.limits.call_seconds)
         sent = [(f"arg{i}", a) for i, a in enumerate(args) if isinstance(a, torch.Tensor)] + \
                [(k, v) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
@@ -147,18 +147,18 @@ class Context:
         if result.output is None:
             kind = {"builtins.NoneType": "None", "builtins.ellipsis": "... (Ellipsis)"}.get(
                 result.output_type, result.output_type or "nothing")
-            hint = {"None": " (did you forget a return statement?)",
-                    "builtins.tuple": ": return only the output tensor, not (output, weights)",
-                    "numpy.ndarray": ": stay in torch so that gradients flow"}.get(kind, "")
-            raise Fail(f"your function returned {kind} instead of a torch.Tensor{hint}",
+            hint = {"None": T(" (did you forget a return statement?)"),
+                    "builtins.tuple": T(": return only the output tensor, not (output, weights)"),
+                    "numpy.ndarray": T(": stay in torch so that gradients flow")}.get(kind, "")
+            raise Fail(T("your function returned {kind} instead of a torch.Tensor{hint}", kind=kind, hint=hint),
                        {"output_type": kind})
         out = result.output
         if tuple(out.shape) != tuple(shape):
-            raise Fail(f"your output has shape {tuple(out.shape)} but {tuple(shape)} was expected"
-                       f"{' for ' + what if what else ''}", {"output_shape": list(out.shape),
-                                                              "expected_shape": list(shape)})
+            raise Fail(T("your output has shape {got} but {want} was expected{what}", got=tuple(out.shape),
+                         want=tuple(shape), what=T(" for {what}", what=what) if what else ""),
+                       {"output_shape": list(out.shape), "expected_shape": list(shape)})
         if not out.is_floating_point():
-            raise Fail(f"your output has dtype {out.dtype}, expected a floating-point tensor")
+            raise Fail(T("your output has dtype {dtype}, expected a floating-point tensor", dtype=out.dtype))
         self.tensor_calls += 1
         return out
 
@@ -168,22 +168,24 @@ class Context:
         want = len(shapes)
         if not isinstance(got, tuple):
             if isinstance(got, torch.Tensor):
-                raise Fail(f"your function returned one tensor; return the tuple ({', '.join(names)})",
-                           {"output_type": result.output_type})
+                raise Fail(T("your function returned one tensor; return the tuple ({names})",
+                             names=", ".join(names)), {"output_type": result.output_type})
             kind = {"builtins.NoneType": "None"}.get(result.output_type, result.output_type or "nothing")
-            hint = " (did you forget a return statement?)" if kind == "None" else ""
-            raise Fail(f"your function returned {kind} instead of a tuple of {want} tensors "
-                       f"({', '.join(names)}){hint}", {"output_type": kind})
+            hint = T(" (did you forget a return statement?)") if kind == "None" else ""
+            raise Fail(T("your function returned {kind} instead of a tuple of {want} tensors ({names}){hint}",
+                         kind=kind, want=want, names=", ".join(names), hint=hint), {"output_type": kind})
         if len(got) != want:
-            raise Fail(f"your function returned {len(got)} tensors; return exactly {want}: ({', '.join(names)})",
-                       {"output_count": len(got)})
+            raise Fail(T("your function returned {got} tensors; return exactly {want}: ({names})",
+                         got=len(got), want=want, names=", ".join(names)), {"output_count": len(got)})
         for name, out, shape in zip(names, got, shapes):
             if tuple(out.shape) != tuple(shape):
-                raise Fail(f"your {name} has shape {tuple(out.shape)} but {tuple(shape)} was expected"
-                           f"{' for ' + what if what else ''}", {"output": name, "output_shape": list(out.shape),
-                                                                  "expected_shape": list(shape)})
+                raise Fail(T("your {name} has shape {got} but {want} was expected{what}", name=name,
+                             got=tuple(out.shape), want=tuple(shape),
+                             what=T(" for {what}", what=what) if what else ""),
+                           {"output": name, "output_shape": list(out.shape), "expected_shape": list(shape)})
             if not out.is_floating_point():
-                raise Fail(f"your {name} has dtype {out.dtype}, expected a floating-point tensor")
+                raise Fail(T("your {name} has dtype {dtype}, expected a floating-point tensor",
+                             name=name, dtype=out.dtype))
         self.tensor_calls += 1
         return got
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from reference_impl import attention_weights, multi_head_attention, scaled_dot_product_attention
+from ..i18n import T
 from .base import Fail, broadcast_shapes, heatmap, shape_str
 from .inputs import weights_from
 from .tolerance import allowance, compare, relative_error
@@ -74,7 +75,7 @@ def run_sdpa(ctx, q, k, v, attn_mask=None, is_causal=False, scale=None, *, what:
                      details)
     if heat and q.size(-2) <= 16 and k.size(-2) <= 16:
         details.update(weights_maps(ctx, q, k, attn_mask, is_causal, scale))
-    fail = Fail(f"{what}: {cmp.describe()}." + (f" Likely cause: {cause}." if cause else ""), details)
+    fail = Fail(cmp.failure(what, cause), details)
     fail.output = out  # for checks that compare with earlier calls (stale answers)
     raise fail
 
@@ -93,8 +94,8 @@ def diagnose(ctx, out, ref64, variants, cmp, recall, half_ref, details) -> str:
         again = recall().output
         if again is not None and again.shape == out.shape and not _same_values(again, out):
             details["diagnosis"] = "nondeterministic"
-            return ("your function returns different results for the same inputs: is dropout "
-                    "(or some other randomness) still switched on?")
+            return T("your function returns different results for the same inputs: is dropout "
+                     "(or some other randomness) still switched on?")
     except Exception:  # the cause stays unnamed; the failure itself is already reported
         pass
     if out.dtype == torch.float32 and cmp.nonfinite == 0 and ref_error < 0.05:
@@ -105,19 +106,19 @@ def diagnose(ctx, out, ref64, variants, cmp, recall, half_ref, details) -> str:
             half_err = 0.0
         if half_err and ref_error < 10 * half_err:
             details["diagnosis"] = "low_precision"
-            return ("your error is the size of float16/bfloat16 rounding: part of your computation "
-                    "runs in half precision; compute in the input's dtype")
+            return T("your error is the size of float16/bfloat16 rounding: part of your computation "
+                     "runs in half precision; compute in the input's dtype")
     if out.dtype == torch.float64 and cmp.nonfinite == 0 and ref_error < 1e-4:
         details["diagnosis"] = "float32_precision"
-        return ("your float64 result has only float32 precision: part of your computation runs in float32 "
-                "(e.g. .float() or a float32 constant tensor); compute in the input's dtype")
+        return T("your float64 result has only float32 precision: part of your computation runs in float32 "
+                 "(e.g. .float() or a float32 constant tensor); compute in the input's dtype")
     if cmp.nonfinite and str(details.get("mask", "")).startswith("float"):
         details["diagnosis"] = "float_mask_not_added"
-        return ("NaN or inf where the reference is finite, with a float mask: a float mask is "
-                "added to the scaled scores (scores + mask), so a -inf entry gives that key "
-                "weight 0; multiplying by it, or applying it after the softmax, gives NaN")
+        return T("NaN or inf where the reference is finite, with a float mask: a float mask is "
+                 "added to the scaled scores (scores + mask), so a -inf entry gives that key "
+                 "weight 0; multiplying by it, or applying it after the softmax, gives NaN")
     if cmp.nonfinite:
-        return "NaN or inf in your output: look for exp() of large numbers, 0/0, or log(0)"
+        return T("NaN or inf in your output: look for exp() of large numbers, 0/0, or log(0)")
     return ""
 
 
@@ -134,7 +135,7 @@ def weights_maps(ctx, q, k, attn_mask, is_causal, scale) -> dict:
     ref = attention_weights(_up(q), _up(k), _up(attn_mask), is_causal, scale)
     maps = {"weights_reference": heatmap(ref)}
     try:
-        res = ctx.call(q, k, values, during="reading out the weights", **sdpa_kwargs(attn_mask, is_causal, scale))
+        res = ctx.call(q, k, values, during=T("reading out the weights"), **sdpa_kwargs(attn_mask, is_causal, scale))
         if res.output is not None and res.output.shape[:-1] == ref.shape[:-1] \
                 and res.output.shape[-1] == S + 3:
             maps["weights_submission"] = heatmap(weights_from(res.output, values))
@@ -167,6 +168,6 @@ def run_mha(ctx, x_q, x_kv, ws, num_heads, attn_mask=None, is_causal=False, *, w
                      lambda: multi_head_attention(x_q.half(), x_kv.half(), *(w.half() for w in ws),
                                                   num_heads, _half(attn_mask), is_causal),
                      details)
-    fail = Fail(f"{what}: {cmp.describe()}." + (f" Likely cause: {cause}." if cause else ""), details)
+    fail = Fail(cmp.failure(what, cause), details)
     fail.output = out
     raise fail

@@ -15,26 +15,27 @@ import torch
 from reference_impl import scaled_dot_product_attention
 from . import tuples, variants
 from .tuples import Outputs, judge
+from ..i18n import N_, T
 
 NAMES = ("self_out", "cross_out")
 BUGS = {
-    "padding_polarity": "your padding mask has the wrong polarity: positions j < length are the real ones "
-                        "(True = may attend), j >= length is padding",
-    "padding_on_queries": "you mask padded queries (rows) instead of padded keys (columns): every real query "
-                          "must not attend to padded keys, so the mask is (B, 1, 1, S)-shaped over the keys",
-    "causal_in_cross": "your cross-attention is causal: the decoder may see the whole encoder output; only "
-                       "the self-attention hides future target positions",
-    "self_not_causal": "your self-attention is not causal: target position i may attend only to 0..i",
-    "lengths_plus_one": "your lengths are off by one: you let position j = length (the first padded one) be "
-                        "attended; the real positions are 0..length-1",
-    "lengths_minus_one": "your lengths are off by one: you hide position length-1, the last real one; the "
-                         "real positions are 0..length-1",
-    "padded_rows_not_zeroed": "the outputs at padded target positions must be zero (they are padding): "
-                              "multiply by the target's padding mask",
-    "memory_lengths_for_target": "you use the memory lengths for the target's padding (or the other way round)",
-    "cross_queries_from_target": "your cross-attention's queries are the target; in a decoder layer they are "
-                                 "the self-attention's output (self_out)",
-    "no_scale": "you do not scale the scores: divide Q·Kᵀ by √D before the softmax",
+    "padding_polarity": N_("your padding mask has the wrong polarity: positions j < length are the real ones "
+                           "(True = may attend), j >= length is padding"),
+    "padding_on_queries": N_("you mask padded queries (rows) instead of padded keys (columns): every real query "
+                             "must not attend to padded keys, so the mask is (B, 1, 1, S)-shaped over the keys"),
+    "causal_in_cross": N_("your cross-attention is causal: the decoder may see the whole encoder output; only "
+                          "the self-attention hides future target positions"),
+    "self_not_causal": N_("your self-attention is not causal: target position i may attend only to 0..i"),
+    "lengths_plus_one": N_("your lengths are off by one: you let position j = length (the first padded one) be "
+                           "attended; the real positions are 0..length-1"),
+    "lengths_minus_one": N_("your lengths are off by one: you hide position length-1, the last real one; the "
+                            "real positions are 0..length-1"),
+    "padded_rows_not_zeroed": N_("the outputs at padded target positions must be zero (they are padding): "
+                                 "multiply by the target's padding mask"),
+    "memory_lengths_for_target": N_("you use the memory lengths for the target's padding (or the other way round)"),
+    "cross_queries_from_target": N_("your cross-attention's queries are the target; in a decoder layer they are "
+                                    "the self-attention's output (self_out)"),
+    "no_scale": N_("you do not scale the scores: divide Q·Kᵀ by √D before the softmax"),
 }
 # The family each of these bugs is charged to (grader/causes.py), and their sentences for it.
 variants.register(BUGS, {
@@ -47,7 +48,8 @@ variants.register(BUGS, {
 
 def explain(name):
     """The sentence for a bug; "bug:keys_only" is the same bug with the output rows zeroed right."""
-    return BUGS.get(name.split(":")[0], "") if name else ""
+    text = BUGS.get(name.split(":")[0], "") if name else ""
+    return T(text) if text else ""  # a T: rendered in the reader's language
 
 
 SPEC = Outputs(names=NAMES, explain=explain)
@@ -162,13 +164,13 @@ def _what(label, target, memory, t_len, m_len):
 def shapes(ctx):
     args = batch(ctx, torch.float32)
     worst = run_decoder(ctx, *args, what=_what("a padded float32 batch", *args))
-    return f"both outputs match the reference on a padded batch (max error {worst:.2g})"
+    return T("both outputs match the reference on a padded batch (max error {worst:.2g})", worst=worst)
 
 
 def float64(ctx):
     args = batch(ctx)
     worst = run_decoder(ctx, *args, what=_what("a padded float64 batch", *args))
-    return f"float64 inputs give float64-accurate results (max error {worst:.2g})"
+    return T("float64 inputs give float64-accurate results (max error {worst:.2g})", worst=worst)
 
 
 def _dtype_args(ctx, dtype):
@@ -182,38 +184,39 @@ dtype_case = lambda dtype: tuples.dtype_case(dtype, _dtype_args, SPEC,  # noqa: 
 def padding_target(ctx):
     args = batch(ctx, pad_memory=False)
     run_decoder(ctx, *args, what=_what("padded targets, full memory", *args))
-    return "padded target positions are hidden from the self-attention and zero in both outputs"
+    return T("padded target positions are hidden from the self-attention and zero in both "
+             "outputs")
 
 
 def padding_memory(ctx):
     args = batch(ctx, pad_target=False)
     run_decoder(ctx, *args, what=_what("full targets, padded memory", *args))
-    return "padded memory positions get no cross-attention weight"
+    return T("padded memory positions get no cross-attention weight")
 
 
 def causal_self(ctx):
     args = batch(ctx, pad_target=False, pad_memory=False)
     run_decoder(ctx, *args, what=_what("no padding: the causal self-attention", *args))
-    return "the self-attention is causal: position i sees target positions 0..i"
+    return T("the self-attention is causal: position i sees target positions 0..i")
 
 
 def cross_not_causal(ctx):
-    B, T, S, D = dims(ctx)
-    S = max(S, T + 2)   # memory longer than the target: a causal cross-attention cannot hide
+    B, steps, S, D = dims(ctx)  # steps: the target's length (T would hide the message class)
+    S = max(S, steps + 2)   # memory longer than the target: a causal cross-attention cannot hide
     r = ctx.inputs.randn
-    args = (r(B, T, D, dtype=torch.float64), r(B, S, D, dtype=torch.float64),
-            torch.full((B,), T, dtype=torch.int64), torch.full((B,), S, dtype=torch.int64))
+    args = (r(B, steps, D, dtype=torch.float64), r(B, S, D, dtype=torch.float64),
+            torch.full((B,), steps, dtype=torch.int64), torch.full((B,), S, dtype=torch.int64))
     run_decoder(ctx, *args, what=_what("no padding, memory longer than the target", *args))
-    return "the cross-attention sees the whole encoder output (it is not causal)"
+    return T("the cross-attention sees the whole encoder output (it is not causal)")
 
 
 def length_edges(ctx):
     """Lengths of 1, n - 1 and n in one batch: an off-by-one shows on every edge."""
-    B, T, S, D = dims(ctx)
+    B, steps, S, D = dims(ctx)  # steps: the target's length (T would hide the message class)
     B = 4
     r = ctx.inputs.randn
-    t_len = torch.tensor([1, T - 1, T, 2], dtype=torch.int64)[ctx.inputs.perm(B)]
+    t_len = torch.tensor([1, steps - 1, steps, 2], dtype=torch.int64)[ctx.inputs.perm(B)]
     m_len = torch.tensor([S, 1, S - 1, 2], dtype=torch.int64)[ctx.inputs.perm(B)]
-    args = (r(B, T, D, dtype=torch.float64), r(B, S, D, dtype=torch.float64), t_len, m_len)
+    args = (r(B, steps, D, dtype=torch.float64), r(B, S, D, dtype=torch.float64), t_len, m_len)
     run_decoder(ctx, *args, what=_what("lengths at the edges (1, n - 1, n)", *args))
-    return "lengths of 1, n - 1 and n are all handled exactly"
+    return T("lengths of 1, n - 1 and n are all handled exactly")

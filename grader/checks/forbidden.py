@@ -24,6 +24,7 @@ import torch
 from ..source import parse_python
 from ..tasks import Fingerprint
 from .base import Fail, StudentFailure
+from ..i18n import T
 
 # Names whose use means "let torch (or the grader) do the attention".
 FORBIDDEN_ATTRS = {"scaled_dot_product_attention", "multi_head_attention_forward",
@@ -170,9 +171,9 @@ def static_check(ctx) -> str:
     findings = scan_source(ctx.session.source)
     if findings:
         lines = "; ".join(f"line {f['line']}: {f['what']}" for f in findings[:5])
-        raise Fail("built-in or reference attention is not allowed: write the attention yourself "
-                   f"({lines})", {"findings": findings[:20], "detected": True})
-    return "no built-in attention, reference import or trace tampering found in the source"
+        raise Fail(T("built-in or reference attention is not allowed: write the attention "
+                     "yourself ({lines})", lines=lines), {"findings": findings[:20], "detected": True})
+    return T("no built-in attention, reference import or trace tampering found in the source")
 
 
 def _flash(q, k, v, attn_mask=None, is_causal=False, scale=None):
@@ -251,7 +252,7 @@ def fresh_samples(ctx, count: int = 1) -> list:
     for _ in range(count):
         args = fingerprint.sample(ctx)
         try:
-            result = ctx.call(*args, during="one more call with fresh inputs")
+            result = ctx.call(*args, during=T("one more call with fresh inputs"))
         except (StudentFailure, Fail):
             return samples
         if isinstance(result.output, torch.Tensor):
@@ -282,22 +283,26 @@ def runtime_check(ctx) -> str:
     """The post-phase verdict: always run, after every other check (see the module docstring)."""
     violations = list(ctx.session.protocol_violations)
     if violations:
-        raise Fail("your program wrote to the grader's answer channel or tampered with the grader's side of "
-                   f"the sandbox ({violations[0]}); nothing it computed can be trusted, so nothing is scored",
+        raise Fail(T("your program wrote to the grader's answer channel or tampered with the "
+                     "grader's side of the sandbox ({value}); nothing it computed can be "
+                     "trusted, so nothing is scored", value=violations[0]),
                    {"protocol": violations[:5], "detected": True, "tampering": True})
     if _fingerprint(ctx):
-        raise Fail("your function's output is bit-for-bit torch's built-in attention kernel's on fresh inputs "
-                   "(no hand-written attention rounds the same way): write the attention yourself",
+        raise Fail(T("your function's output is bit-for-bit torch's built-in attention "
+                     "kernel's on fresh inputs (no hand-written attention rounds the same "
+                     "way): write the attention yourself"),
                    {"fingerprint": "builtin", "detected": True})
     # Blocked autograd attempts (tasks that switch it off) are that task's own check, not attention.
     hits = sorted({b for b in ctx.blocked if not b.startswith("autograd:")} | set(forbidden_ops(ctx.ops)))
     if hits:
-        raise Fail("your function called torch's built-in attention, which is switched off while grading "
-                   f"({', '.join(hits[:4])}); write the attention yourself", {"ops": hits[:20], "detected": True})
+        raise Fail(T("your function called torch's built-in attention, which is switched off "
+                     "while grading ({ops}); write the attention yourself", ops=", ".join(hits[:4])),
+                   {"ops": hits[:20], "detected": True})
     if not ctx.attention_seen and not any(i.startswith("output.") for i in ctx.passed):
         # Whether it ran torch's attention can only be judged on outputs that are attention; without
         # any (a crash everywhere, the weights returned, zeros) nothing else scores, whatever the draw.
-        raise Fail("not checked: no output of your function matched attention (with or without a known "
-                   "bug), so whether built-in attention ran could not be verified and nothing else is "
-                   "scored", {"unverified": True})
-    return f"no built-in attention ran ({len(ctx.ops)} distinct operations traced over {ctx.calls} calls)"
+        raise Fail(T("not checked: no output of your function matched attention (with or "
+                     "without a known bug), so whether built-in attention ran could not be "
+                     "verified and nothing else is scored"), {"unverified": True})
+    return T("no built-in attention ran ({count} distinct operations traced over {calls} "
+             "calls)", count=len(ctx.ops), calls=ctx.calls)

@@ -34,6 +34,7 @@ from reference_impl import sdpa_float64
 
 from .base import StudentFailure
 from .tolerance import GRAD_MULTIPLIER, OUTPUT_MULTIPLIER, allowance, compare
+from ..i18n import T
 
 DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32",
                torch.float64: "float64"}
@@ -87,9 +88,10 @@ def _accuracy_check(session, device, dtype, check_id, shape, g, *, masked, point
     q, k, v, mask = _inputs(shape, dtype, g, masked, std)
     upstream = torch.randn(shape[0], shape[1], shape[2], shape[4], generator=g).to(dtype)
     kwargs = {"attn_mask": mask} if masked else {}
-    what = (f"{name} inputs{' with a boolean mask' if masked else ''}"
-            f"{' and large scores (std of q and k = %g)' % std if std != 1.0 else ''} "
-            f"on {device.type}")
+    what = T("{dtype} inputs{mask}{scores} on {device}", dtype=name,
+             mask=T(" with a boolean mask") if masked else "",
+             scores=T(" and large scores (std of q and k = {std:g})", std=std) if std != 1.0 else "",
+             device=device.type)
     result = session.call(q, k, v, grad_output=upstream, wrt=(0, 1, 2), **kwargs)
     if not result.ok:
         return _check(check_id, False, 0, points, StudentFailure(result.error, what).describe(),
@@ -97,13 +99,14 @@ def _accuracy_check(session, device, dtype, check_id, shape, g, *, masked, point
     out = result.output
     if out is None:
         return _check(check_id, False, 0, points,
-                      f"your function returned {result.output_type or 'nothing'} for {what}, "
-                      f"not a tensor", {})
+                      T("your function returned {kind} for {what}, not a tensor",
+                        kind=result.output_type or T("nothing"), what=what), {})
     if out.dtype != dtype:
         return _check(check_id, False, 0, points,
-                      f"for {what} your function returns {DTYPE_NAMES.get(out.dtype, out.dtype)}; "
-                      f"it should return {name} like its inputs (compute in higher precision "
-                      f"inside if you like, then cast back)", {"output_dtype": str(out.dtype)})
+                      T("for {what} your function returns {got}; it should return {dtype} like its "
+                        "inputs (compute in higher precision inside if you like, then cast back)",
+                        what=what, got=DTYPE_NAMES.get(out.dtype, out.dtype), dtype=name),
+                      {"output_dtype": str(out.dtype)})
 
     # Trusted side, on the same device: the gold answer and the reference's own error in dtype.
     # Fresh leaves for each path (``.to`` returns the same tensor when nothing moves).
@@ -119,30 +122,32 @@ def _accuracy_check(session, device, dtype, check_id, shape, g, *, masked, point
     details = {"dtype": name, "masked": masked, "shape": list(shape), "input_std": std,
                "output": cmp.details()}
     if not cmp.ok:
-        hint = (" In float16, exp() overflows above 11: subtract each row's maximum before "
-                "exponentiating." if cmp.nonfinite and dtype == torch.float16 else "")
-        return _check(check_id, False, 0, points, f"{what}: {cmp.describe()}.{hint}", details)
+        hint = (T(" In float16, exp() overflows above 11: subtract each row's maximum before "
+                  "exponentiating.") if cmp.nonfinite and dtype == torch.float16 else "")
+        return _check(check_id, False, 0, points, T("{what}: {comparison}.{cause}", what=what,
+                                                    comparison=cmp.describe(), cause=hint), details)
 
     if result.grads is None:
         return _check(check_id, False, 0, points,
-                      f"{what}: the output is right but gradients do not flow back to the "
-                      f"inputs ({result.grad_error or 'detached output'})", details)
+                      T("{what}: the output is right but gradients do not flow back to the inputs "
+                        "({error})", what=what, error=result.grad_error or T("detached output")), details)
     for label, got, gold_t, same_t in zip(("query", "key", "value"), result.grads,
                                           (qd, kd, vd), (q_same, k_same, v_same)):
         if got is None:
             return _check(check_id, False, 0, points,
-                          f"{what}: no gradient reaches the {label}", details)
+                          T("{what}: no gradient reaches the {name}", what=what, name=label), details)
         gbound = allowance(gold_t.grad.cpu(), same_t.grad.cpu(), dtype, GRAD_MULTIPLIER,
                            floor_factor=5.0)
         gcmp = compare(got.cpu(), gold_t.grad.cpu(), gbound)
         details[f"grad_{label}"] = gcmp.details()
         if not gcmp.ok:
             return _check(check_id, False, 0, points,
-                          f"{what}: the gradient with respect to the {label} is off: "
-                          f"{gcmp.describe()}", details)
+                          T("{what}: the gradient with respect to the {name} is off: {comparison}",
+                            what=what, name=label, comparison=gcmp.describe()), details)
     return _check(check_id, True, points, points,
-                  f"{what}: output and gradients within the {name} allowance "
-                  f"(largest output error {cmp.max_error:.2g}, allowed {bound:.2g})", details)
+                  T("{what}: output and gradients within the {dtype} allowance (largest output error "
+                    "{max_error:.2g}, allowed {bound:.2g})", what=what, dtype=name, max_error=cmp.max_error,
+                    bound=bound), details)
 
 
 def _sync(device):
@@ -169,7 +174,7 @@ def _timing_check(session, device, dtype, g) -> dict:
     def submission():
         result = session.call(q, k, v, is_causal=True)
         if not result.ok:
-            raise StudentFailure(result.error, f"timing with {name} inputs")
+            raise StudentFailure(result.error, T("timing with {dtype} inputs", dtype=name))
         child_times.append(result.elapsed)
 
     def trusted(fn):
@@ -184,7 +189,7 @@ def _timing_check(session, device, dtype, g) -> dict:
     try:
         ours = _median_seconds(submission, TIMING_REPEATS)
     except StudentFailure as exc:
-        return _check("gpu.timing", True, 0, 0, f"not timed: {exc.describe()}", details)
+        return _check("gpu.timing", True, 0, 0, T("not timed: {reason}", reason=exc.describe()), details)
     reference = _median_seconds(trusted(reference_sdpa), TIMING_REPEATS)
     fused = _median_seconds(trusted(F.scaled_dot_product_attention), TIMING_REPEATS)
     details.update({"submission_s": ours, "reference_s": reference, "torch_fused_s": fused,
@@ -192,8 +197,9 @@ def _timing_check(session, device, dtype, g) -> dict:
                     "vs_reference": ours / reference, "vs_torch_fused": ours / fused})
     B, H, L, S, E = shape
     return _check("gpu.timing", True, 0, 0,
-                  f"speed, reported only ({name}, causal, B={B} H={H} L={L} E={E} on "
-                  f"{device.type}): yours {ours * 1e3:.2f} ms, the reference "
-                  f"{reference * 1e3:.2f} ms, torch's fused SDPA {fused * 1e3:.2f} ms "
-                  f"({ours / reference:.2f}x the reference, {ours / fused:.2f}x fused; "
-                  f"includes moving inputs and output)", details)
+                  T("speed, reported only ({dtype}, causal, B={B} H={H} L={L} E={E} on {device}): yours "
+                    "{ours:.2f} ms, the reference {reference:.2f} ms, torch's fused SDPA {fused:.2f} ms "
+                    "({vs_reference:.2f}x the reference, {vs_fused:.2f}x fused; includes moving inputs and "
+                    "output)", dtype=name, B=B, H=H, L=L, E=E, device=device.type, ours=ours * 1e3,
+                    reference=reference * 1e3, fused=fused * 1e3, vs_reference=ours / reference,
+                    vs_fused=ours / fused), details)

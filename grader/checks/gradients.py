@@ -12,10 +12,11 @@ from reference_impl import multi_head_attention, scaled_dot_product_attention
 from .base import Fail, shape_str
 from .tolerance import GRAD_FLOOR_FACTOR, GRAD_MULTIPLIER, allowance, compare
 from .variants import mha_variants, sdpa_variants
+from ..i18n import T
 
 SDPA_NAMES = ("query", "key", "value")
-NOISE_HINT = (" (a hand-written backward is the usual cause; a forward that computes in float32 internally also "
-              "breaks float64 finite differences: compute in the input's dtype)")
+NOISE_HINT = T(" (a hand-written backward is the usual cause; a forward that computes in float32 internally also "
+               "breaks float64 finite differences: compute in the input's dtype)")
 MHA_NAMES = ("x_q", "x_kv", "w_q", "w_k", "w_v", "w_o")
 
 
@@ -31,18 +32,21 @@ def compare_grads(result, names, ref64, same, dtype, what):
     if result.grads is None:
         err = result.grad_error
         if isinstance(err, dict):
-            raise Fail(f"{what}: backward through your function raised {err.get('type')}: {err.get('message')}",
+            raise Fail(T("{what}: backward through your function raised {value}: {value2}",
+                         what=what, value=err.get('type'), value2=err.get('message')),
                        {"traceback": err.get("traceback", "")})
-        raise Fail(f"{what}: no gradients flow: your output is not connected to the inputs' autograd graph "
-                   f"(.detach(), .data, .numpy(), .item() or torch.tensor(...) on an intermediate breaks it)")
+        raise Fail(T("{what}: no gradients flow: your output is not connected to the inputs' "
+                     "autograd graph (.detach(), .data, .numpy(), .item() or "
+                     "torch.tensor(...) on an intermediate breaks it)", what=what))
     worst = 0.0
     for name, g, r64, rs in zip(names, result.grads, ref64, same):
         if g is None:
-            raise Fail(f"{what}: {name} gets no gradient: the path from {name} to the output is cut "
-                       f"(.detach(), .data, numpy, or an in-place copy)")
+            raise Fail(T("{what}: {name} gets no gradient: the path from {name} to the "
+                         "output is cut (.detach(), .data, numpy, or an in-place copy)", what=what, name=name))
         cmp = compare(g, r64, allowance(r64, rs, dtype, GRAD_MULTIPLIER, GRAD_FLOOR_FACTOR))
         if not cmp.ok:
-            raise Fail(f"{what}: the gradient with respect to {name} is wrong: {cmp.describe()}",
+            raise Fail(T("{what}: the gradient with respect to {name} is wrong: {value}",
+                         what=what, name=name, value=cmp.describe()),
                        {"input": name, **cmp.details()})
         worst = max(worst, cmp.max_error)
     return worst
@@ -90,16 +94,17 @@ def directional_check(ctx, inputs, extra, grads, g, names, kwargs, shape, what):
     numeric = float(((outs[0] - outs[1]) / (2 * eps) * g.double()).sum())
     analytic = float(sum((gr.double() * u).sum() for gr, u in zip(grads, us)))
     if not abs(analytic - numeric) <= 1e-4 + 1e-2 * abs(numeric):
-        raise Fail(f"{what}: your gradients do not belong to your forward: along a random direction they "
-                   f"give {analytic:.6g}, finite differences of your own forward give {numeric:.6g}",
+        raise Fail(T("{what}: your gradients do not belong to your forward: along a random "
+                     "direction they give {analytic:.6g}, finite differences of your own "
+                     "forward give {numeric:.6g}", what=what, analytic=analytic, numeric=numeric),
                    {"analytic": analytic, "numerical": numeric, "inputs": list(names)})
 
 
 def sdpa_reference(ctx):
     worst = 0.0
     r = ctx.inputs.randn
-    cases = [(torch.float32, None, False, "float32, no mask"), (torch.float64, "bool", False, "float64, boolean mask"),
-             (torch.float64, None, True, "float64, is_causal=True")]
+    cases = [(torch.float32, None, False, T("float32, no mask")), (torch.float64, "bool", False, T("float64, boolean mask")),
+             (torch.float64, None, True, T("float64, is_causal=True"))]
     for dtype, mask_kind, causal, label in cases:
         B, H = ctx.inputs.distinct(2, 2, 4)
         L, S, E, Ev = ctx.inputs.distinct(4, 5, 12)
@@ -111,7 +116,7 @@ def sdpa_reference(ctx):
         kwargs = {"attn_mask": mask} if mask is not None else {}
         if causal:
             kwargs["is_causal"] = True
-        what = f"gradients ({label}; {shape_str(q, k, v)})"
+        what = T("gradients ({label}; {shapes})", label=label, shapes=shape_str(q, k, v))
         result = ctx.call(q, k, v, wrt=(0, 1, 2), grad_output=g, during=what, **kwargs)
         ctx.tensor_out(result, (B, H, L, Ev), what)
         fn = lambda a, b, c: scaled_dot_product_attention(a, b, c, mask, is_causal=causal)
@@ -124,7 +129,7 @@ def sdpa_reference(ctx):
             raise explained_by_known_bug(ctx, miss, result, SDPA_NAMES, variants_of, [q, k, v], g, dtype, what)
         if dtype == torch.float64:
             directional_check(ctx, [q, k, v], [], result.grads, g, SDPA_NAMES, kwargs, (B, H, L, Ev), what)
-    return f"gradients for query, key and value match the reference (max error {worst:.2g})"
+    return T("gradients for query, key and value match the reference (max error {worst:.2g})", worst=worst)
 
 
 # (step, relative tolerance, absolute tolerance): the tight tier is torch.autograd.gradcheck's; a
@@ -171,8 +176,10 @@ def _gradcheck(ctx, call_forward, call_backward, inputs, names, stacked, what, e
         if bad.any() or not torch.isfinite(analytic).all():
             idx = int(bad.nonzero()[0]) if bad.any() else 0
             which = next(i for i, c in enumerate(torch.tensor(sizes).cumsum(0).tolist()) if idx < c)
-            raise Fail(f"{what}: gradcheck fails for {names[which]}: your backward gives {float(analytic[idx]):.6g}"
-                       f" where finite differences of your own forward give {float(numeric[idx]):.6g}{NOISE_HINT}",
+            raise Fail(T("{what}: gradcheck fails for {name}: your backward gives {analytic:.6g} where "
+                         "finite differences of your own forward give {numeric:.6g}{hint}",
+                         what=what, name=names[which], analytic=float(analytic[idx]),
+                         numeric=float(numeric[idx]), hint=NOISE_HINT),
                        {"input": names[which], "analytic": float(analytic[idx]), "numerical": float(numeric[idx])})
 
 
@@ -180,7 +187,7 @@ def sdpa_gradcheck(ctx):
     r = ctx.inputs.randn
     q, k, v = r(1, 3, 4, dtype=torch.float64), r(1, 5, 4, dtype=torch.float64), r(1, 5, 2, dtype=torch.float64)
     stacked = ctx.passed_check("batch.independent")
-    what = "gradcheck in float64 on " + shape_str(q, k, v)
+    what = T("gradcheck in float64 on {shapes}", shapes=shape_str(q, k, v))
 
     def forward(args):
         res = ctx.call(*args, during=what)
@@ -192,10 +199,11 @@ def sdpa_gradcheck(ctx):
         return _grads_or_fail(res, SDPA_NAMES, what, [q, k, v])
 
     tier = gradcheck(ctx, forward, backward, [q, k, v], SDPA_NAMES, stacked, what)
-    return "torch.autograd.gradcheck-style comparison passes in float64 (" + \
-        ("perturbations stacked in one call" if stacked else "one call per perturbation") + \
-        ("; your forward computes in float32 inside, so finite differences used a step of 1e-2)"
-         if tier == "float32-internal" else ")")
+    how = T("perturbations stacked in one call") if stacked else T("one call per perturbation")
+    if tier == "float32-internal":
+        return T("torch.autograd.gradcheck-style comparison passes in float64 ({how}; your forward computes "
+                 "in float32 inside, so finite differences used a step of 1e-2)", how=how)
+    return T("torch.autograd.gradcheck-style comparison passes in float64 ({how})", how=how)
 
 
 def _grads_or_fail(res, names, what, inputs=None):
@@ -204,8 +212,9 @@ def _grads_or_fail(res, names, what, inputs=None):
     if res.grads is None or (inputs is None and any(g is None for g in res.grads)) or \
             all(g is None for g in res.grads):
         missing = names if res.grads is None else [n for n, g in zip(names, res.grads) if g is None]
-        raise Fail(f"{what}: no gradient reaches {', '.join(missing)}: your output is not connected to the "
-                   f"autograd graph (.detach(), .data, numpy or torch.tensor(...) in the path)")
+        raise Fail(T("{what}: no gradient reaches {value}: your output is not connected to "
+                     "the autograd graph (.detach(), .data, numpy or torch.tensor(...) in "
+                     "the path)", what=what, value=', '.join(missing)))
     if inputs is None:
         return res.grads
     return [torch.zeros_like(t) if g is None else g for g, t in zip(res.grads, inputs)]
@@ -216,7 +225,8 @@ def mha_reference(ctx):
     B, H, dk, L, S = mha_dims(ctx)
     x_q, x_kv, ws = mha_inputs(ctx, B, L, S, H * dk, dtype=torch.float64)
     g = ctx.inputs.randn(B, L, H * dk, dtype=torch.float64)
-    what = f"gradients (float64, B={B}, L={L}, S={S}, d_model={H * dk}, {H} heads)"
+    what = T("gradients (float64, B={B}, L={L}, S={S}, d_model={d_model}, {H} heads)", B=B, L=L, S=S,
+             d_model=H * dk, H=H)
     result = ctx.call(x_q, x_kv, *ws, H, wrt=tuple(range(6)), grad_output=g, during=what)
     ctx.tensor_out(result, (B, L, H * dk), what)
     fn = lambda *t: multi_head_attention(*t, H)
@@ -228,7 +238,8 @@ def mha_reference(ctx):
         raise explained_by_known_bug(ctx, miss, result, MHA_NAMES, variants_of, [x_q, x_kv, *ws], g,
                                      torch.float64, what)
     directional_check(ctx, [x_q, x_kv, *ws], [H], result.grads, g, MHA_NAMES, {}, (B, L, H * dk), what)
-    return f"gradients for the inputs and all four weight matrices match the reference (max error {worst:.2g})"
+    return T("gradients for the inputs and all four weight matrices match the reference (max "
+             "error {worst:.2g})", worst=worst)
 
 
 def mha_gradcheck(ctx):
@@ -239,7 +250,7 @@ def mha_gradcheck(ctx):
     H, D, L, S = 2, 6, 3, 4
     inputs = [r(1, L, D, dtype=torch.float64), r(1, S, D, dtype=torch.float64),
               *(r(D, D, dtype=torch.float64, std=0.5) for _ in range(4))]
-    what = f"gradcheck in float64 (L={L}, S={S}, d_model={D}, {H} heads)"
+    what = T("gradcheck in float64 (L={L}, S={S}, d_model={D}, {H} heads)", L=L, S=S, D=D, H=H)
     g = r(1, L, D, dtype=torch.float64)
     res = ctx.call(*inputs, H, wrt=tuple(range(6)), grad_output=g, during=what)
     ctx.tensor_out(res, (1, L, D), what)
@@ -257,7 +268,10 @@ def mha_gradcheck(ctx):
             if abs(analytic - numeric) <= atol + rtol * abs(numeric):
                 break
         if not abs(analytic - numeric) <= atol + rtol * abs(numeric):
-            raise Fail(f"{what}: gradcheck fails for {name}: your backward gives a directional derivative of "
-                       f"{analytic:.6g} where finite differences of your own forward give {numeric:.6g}{NOISE_HINT}",
+            raise Fail(T("{what}: gradcheck fails for {name}: your backward gives a "
+                         "directional derivative of {analytic:.6g} where finite differences "
+                         "of your own forward give {numeric:.6g}{hint}",
+                         what=what, name=name, analytic=analytic, numeric=numeric, hint=NOISE_HINT),
                        {"input": name, "analytic": analytic, "numerical": numeric})
-    return "gradcheck (fast mode, every input) of your backward against finite differences passes in float64"
+    return T("gradcheck (fast mode, every input) of your backward against finite differences "
+             "passes in float64")

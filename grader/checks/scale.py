@@ -21,6 +21,7 @@ from .base import Fail, heatmap
 from .calls import sdpa_kwargs
 from .inputs import weights_from
 from .variants import STRUCTURAL
+from ..i18n import T
 
 DKS = (8, 16, 32, 64, 128, 256, 512)
 
@@ -63,7 +64,7 @@ def _read_weights(ctx, d: int, L: int, S: int, scale=None):
     q = ctx.inputs.randn(1, 1, L, d, dtype=torch.float64, std=std)
     k = ctx.inputs.randn(1, 1, S, d, dtype=torch.float64, std=std)
     v = ctx.inputs.readout_values(1, 1, keys=S)
-    result = ctx.call(q, k, v, during=f"a call at d_k={d}", **sdpa_kwargs(None, False, scale))
+    result = ctx.call(q, k, v, during=T("a call at d_k={d}", d=d), **sdpa_kwargs(None, False, scale))
     out = ctx.tensor_out(result, (1, 1, L, S + 3), f"the call at d_k={d}")
     return weights_from(out, v)[0, 0], (q @ k.transpose(-2, -1))[0, 0]
 
@@ -73,20 +74,21 @@ def name_scale(found: dict, heads: dict | None = None) -> str:
     ds = sorted(found)
     close = lambda a, b: abs(a - b) <= 2e-3 * abs(b)
     if all(close(found[d], 1.0) for d in ds):
-        return "no scaling: the scores are not divided by √d_k"
+        return T("no scaling: the scores are not divided by √d_k")
     if all(close(found[d], 1 / d) for d in ds):
-        return "1/d_k: you divide by d_k instead of √d_k"
+        return T("1/d_k: you divide by d_k instead of √d_k")
     if all(close(found[d], math.sqrt(d)) for d in ds):
-        return "√d_k: you multiply by √d_k instead of dividing"
+        return T("√d_k: you multiply by √d_k instead of dividing")
     if heads and all(close(found[d], 1 / math.sqrt(d * heads[d])) for d in ds) and any(heads[d] > 1 for d in ds):
-        return "1/√d_model instead of per-head 1/√d_k"
+        return T("1/√d_model instead of per-head 1/√d_k")
     values = [found[d] for d in ds]
     if all(close(v, values[0]) for v in values) and values[0] > 0:
         equiv = 1 / values[0] ** 2
-        return (f"a constant {values[0]:.4g} (that is 1/√{equiv:.0f}), only right at d_k = {equiv:.0f}: "
-                f"use 1/√(query.size(-1))")
+        return T("a constant {value:.4g} (that is 1/√{equiv:.0f}), only right at d_k = {equiv:.0f}: "
+                 "use 1/√(query.size(-1))", value=values[0], equiv=equiv)
     worst = max(ds, key=lambda d: abs(found[d] * math.sqrt(d) - 1))
-    return f"scale {found[worst]:.4g} at d_k = {worst} where 1/√d_k = {1 / math.sqrt(worst):.4g}"
+    return T("scale {value:.4g} at d_k = {d_k} where 1/√d_k = {right:.4g}", value=found[worst], d_k=worst,
+             right=1 / math.sqrt(worst))
 
 
 def scale_bug(found: dict, heads: dict | None = None) -> str | None:
@@ -115,10 +117,11 @@ def sdpa_default(ctx):
         row_sums[d] = float(w.sum(-1).mean())
         slope, r2, _ = fit_scale(w, dots)
         if r2 < 0.999 or not math.isfinite(slope):
-            raise Fail(f"could not read one softmax temperature from your weights at d_k={d} (fit R² = "
-                       f"{r2:.3f}): they are not softmax(c · q·k) over the keys; see the weights and "
-                       f"output checks", {"d_k": d, "r2": r2, "weights_submission": heatmap(w),
-                                          "weights_reference": heatmap(torch.softmax(dots / math.sqrt(d), -1))})
+            raise Fail(T("could not read one softmax temperature from your weights at "
+                         "d_k={d} (fit R² = {r2:.3f}): they are not softmax(c · q·k) over "
+                         "the keys; see the weights and output checks", d=d, r2=r2),
+                       {"d_k": d, "r2": r2, "weights_submission": heatmap(w),
+                        "weights_reference": heatmap(torch.softmax(dots / math.sqrt(d), -1))})
         found[d] = slope
         fits[d] = r2
         table.append({"d_k": d, "variance": round(slope * slope * d, 4), "expected": 1.0,
@@ -128,27 +131,28 @@ def sdpa_default(ctx):
     details = {"variance_by_dk": table}
     ctx.attention_seen = True  # every read-out was softmax(c · q·k): attention, whatever its scale
     if all(abs(found[d] * math.sqrt(d) - 1) <= 1e-3 for d in DKS):
-        return ("the softmax temperature is 1/√d_k for d_k from 8 to 512; logit variance ≈ "
-                f"{table[3]['variance']:.2f} at d_k = 64 (≈ 1 as intended)", details)
+        return (T("the softmax temperature is 1/√d_k for d_k from 8 to 512; logit variance ≈ "
+                  "{value:.2f} at d_k = 64 (≈ 1 as intended)", value=table[3]['variance']), details)
     details["weights_submission"], details["weights_reference"] = heatmap(sample), heatmap(sample_ref)
     if _post_scaled(row_sums):
         details["diagnosis"] = "scale_after_softmax"
         ctx.diagnoses.append("scale_after_softmax")
-        raise Fail("your weights sum to 1/√d_k: you scale after the softmax; the 1/√d_k belongs on the "
-                   "scores", details)
+        raise Fail(T("your weights sum to 1/√d_k: you scale after the softmax; the 1/√d_k "
+                     "belongs on the scores"), details)
     if scale_bug(found):
         details["diagnosis"] = scale_bug(found)
         ctx.diagnoses.append(details["diagnosis"])
-    raise Fail(f"Scale found: {name_scale(found)}. {_variance_sentence(table)}", details)
+    raise Fail(T("Scale found: {scale}. {variance}", scale=name_scale(found), variance=_variance_sentence(table)),
+               details)
 
 
 def _variance_sentence(table: list) -> str:
     """The chapter's argument in numbers, at the d_k where the logit variance is furthest from 1."""
     worst = max(table, key=lambda row: abs(math.log(max(row["variance"], 1e-12))))
-    tail = " (the softmax saturates)" if worst["variance"] > 4 else (
-        " (the softmax is nearly uniform)" if worst["variance"] < 0.25 else "")
-    return (f"With unit-variance queries and keys the logits should have variance ≈ 1; yours have "
-            f"{worst['variance']:.3g} at d_k = {worst['d_k']}{tail}")
+    tail = T(" (the softmax saturates)") if worst["variance"] > 4 else (
+        T(" (the softmax is nearly uniform)") if worst["variance"] < 0.25 else "")
+    return T("With unit-variance queries and keys the logits should have variance ≈ 1; yours have "
+             "{variance:.3g} at d_k = {d_k}{tail}", variance=worst["variance"], d_k=worst["d_k"], tail=tail)
 
 
 def sdpa_argument(ctx):
@@ -161,22 +165,23 @@ def sdpa_argument(ctx):
                "variance_by_dk": [{"d_k": d, "variance": round(slope * slope * d, 4),
                                    "expected": round(given ** 2 * d, 4)}]}
     if r2 >= 0.999 and abs(slope - given) <= 1e-3 * given:
-        return f"scale={given:.4g} is honoured (fitted {slope:.6g})", details
+        return T("scale={given:.4g} is honoured (fitted {slope:.6g})", given=given, slope=slope), details
     if abs(float(w.sum(-1).mean()) - given) <= 1e-6:
         details["diagnosis"] = "scale_after_softmax"
-        raise Fail(f"with scale={given:.4g}: your weights sum to {given:.4g}, not 1: you multiply the "
-                   f"weights by the scale after the softmax; it belongs on the scores", details)
+        raise Fail(T("with scale={given:.4g}: your weights sum to {given:.4g}, not 1: you "
+                     "multiply the weights by the scale after the softmax; it belongs on the "
+                     "scores", given=given), details)
     if abs(slope - 1 / math.sqrt(d)) <= 1e-3 / math.sqrt(d):
-        why = "you ignore the scale= argument and always use 1/√d_k"
+        why = T("you ignore the scale= argument and always use 1/√d_k")
         details["diagnosis"] = "scale_ignored"
     elif abs(slope - given / math.sqrt(d)) <= 1e-3 * given / math.sqrt(d):
-        why = "you apply both scale= and 1/√d_k; when scale is given use only it"
+        why = T("you apply both scale= and 1/√d_k; when scale is given use only it")
         details["diagnosis"] = "scale_twice"
     elif abs(slope - 1 / given) <= 1e-3 / given:
-        why = "you divide by scale= instead of multiplying"
+        why = T("you divide by scale= instead of multiplying")
     else:
-        why = f"the temperature found is {slope:.4g}"
-    raise Fail(f"with scale={given:.4g} at d_k={d}: {why}", details)
+        why = T("the temperature found is {slope:.4g}", slope=slope)
+    raise Fail(T("with scale={given:.4g} at d_k={d}: {why}", given=given, d=d, why=why), details)
 
 
 # ---- mha ------------------------------------------------------------------------------
@@ -202,7 +207,7 @@ def _mha_head_weights(ctx, H: int, dk: int, L: int, S: int):
     # Dense Gaussian weights: invertible, and in float64 the read-back error (~1e-12) is far
     # below what the fit needs.
     w_q, w_k, w_v, w_o = (ctx.inputs.randn(D, D, dtype=torch.float64, std=D ** -0.5) for _ in range(4))
-    result = ctx.call(x_q, x_kv, w_q, w_k, w_v, w_o, H, during=f"{H} heads of d_k={dk}")
+    result = ctx.call(x_q, x_kv, w_q, w_k, w_v, w_o, H, during=T("{H} heads of d_k={dk}", H=H, dk=dk))
     out = ctx.tensor_out(result, (1, L, D), f"{H} heads of d_k={dk}").double()[0]
     def layout(transposed, projected):
         lin = (lambda x, w: x @ w.T) if transposed else (lambda x, w: x @ w)
@@ -250,9 +255,9 @@ def mha_default(ctx):
             cause = next((b for b in ctx.diagnoses if b in STRUCTURAL), None)
             if cause:  # the heads are scrambled, so no head's weights can be read: that bug's doing
                 details["diagnosis"] = cause
-            raise Fail(f"could not read one temperature per head with {H} heads of d_k={dk}: your heads "
-                       f"do not behave like softmax(c · q·k) over their own slice (check how you split "
-                       f"heads; see the heads check)", details)
+            raise Fail(T("could not read one temperature per head with {H} heads of "
+                         "d_k={dk}: your heads do not behave like softmax(c · q·k) over "
+                         "their own slice (check how you split heads; see the heads check)", H=H, dk=dk), details)
         found[dk], heads_of[dk] = slope, H
         table.append({"d_k": dk, "num_heads": H, "variance": round(slope * slope * dk, 4), "expected": 1.0,
                       "fitted_scale": float(f"{slope:.6g}"), "expected_scale": float(f"{1 / math.sqrt(dk):.6g}")})
@@ -260,13 +265,14 @@ def mha_default(ctx):
     details = {"variance_by_dk": table,
                "variance_note": "scale² · d_k: the logit variance for unit-variance queries and keys"}
     if all(abs(found[d] * math.sqrt(d) - 1) <= 1e-3 for d in found):
-        return "every head uses 1/√d_k (d_k from 8 to 256), so logit variance ≈ 1", details
+        return T("every head uses 1/√d_k (d_k from 8 to 256), so logit variance ≈ 1"), details
     if _post_scaled(row_sums):
         details["diagnosis"] = "scale_after_softmax"
         ctx.diagnoses.append("scale_after_softmax")
-        raise Fail("your weights sum to 1/√d_k in every head: you scale after the softmax; the 1/√d_k "
-                   "belongs on the scores", details)
+        raise Fail(T("your weights sum to 1/√d_k in every head: you scale after the softmax; "
+                     "the 1/√d_k belongs on the scores"), details)
     if scale_bug(found, heads_of):
         details["diagnosis"] = scale_bug(found, heads_of)
         ctx.diagnoses.append(details["diagnosis"])
-    raise Fail(f"Scale found: {name_scale(found, heads_of)}. {_variance_sentence(table)}", details)
+    raise Fail(T("Scale found: {value}. {value2}",
+                 value=name_scale(found, heads_of), value2=_variance_sentence(table)), details)

@@ -8,6 +8,7 @@ from .base import Fail, shape_str
 from .calls import diagnose
 from .tolerance import allowance, compare
 from .variants import sdpa_variants
+from ..i18n import T
 
 STABILITY_MULTIPLIER = 10.0  # rounding of huge logits depends on the order of operations
 
@@ -27,23 +28,23 @@ def _case(ctx, dtype, std, what):
     details = {"case": what, "shapes": shape_str(q, k, v), "max_abs_logit": round(float(logits.abs().max()), 1),
                **cmp.details()}
     if cmp.nonfinite:
-        raise Fail(f"{what}: your output has NaN or inf (logits reach {details['max_abs_logit']:.0f}): exp() "
-                   f"overflows; subtract each row's maximum before exp (softmax is unchanged by it) or use "
-                   f"torch.softmax", details)
+        raise Fail(T("{what}: your output has NaN or inf (logits reach {value:.0f}): exp() "
+                     "overflows; subtract each row's maximum before exp (softmax is "
+                     "unchanged by it) or use torch.softmax", what=what, value=details['max_abs_logit']), details)
     if not cmp.ok:
         # A bug named elsewhere (the missing scale, say) may or may not push these logits past the
         # tolerance depending on the draw: naming it makes the verdict the same for every draw.
         cause = diagnose(ctx, out, ref64, sdpa_variants(q, k, v), cmp, lambda: ctx.call(q, k, v, during=what),
                          lambda: scaled_dot_product_attention(q.half(), k.half(), v.half()), details)
-        raise Fail(f"{what}: {cmp.describe()}." + (f" Likely cause: {cause}." if cause else ""), details)
+        raise Fail(cmp.failure(what, cause), details)
     return float(logits.abs().max())
 
 
 def float32(ctx):
     top = _case(ctx, torch.float32, 14.0, "float32 inputs with logits in the hundreds")
-    return f"finite and correct with float32 logits up to {top:.0f}"
+    return T("finite and correct with float32 logits up to {top:.0f}", top=top)
 
 
 def float64(ctx):
     top = _case(ctx, torch.float64, 45.0, "float64 inputs with logits in the thousands")
-    return f"finite and correct with float64 logits up to {top:.0f}"
+    return T("finite and correct with float64 logits up to {top:.0f}", top=top)

@@ -18,21 +18,22 @@ from . import variants
 from .base import Fail, shape_str
 from .tolerance import allowance, compare, relative_error
 from .variants import HOME, identify
+from ..i18n import N_, T
 
 MiB = 1 << 20
 LONG = 8192      # L = S of the memory check
 LONG_E = 64
 BUGS = {
-    "no_accumulator_rescale": "when the running maximum grows you rescale the normaliser but not the "
-                              "accumulator: multiply acc by exp(m_old − m_new) before adding the new block",
-    "normaliser_before_rescale": "you add the new block's sum to the normaliser before rescaling it, so the new "
-                                 "block is rescaled too: l = l · exp(m_old − m_new) + rowsum(exp(s − m_new))",
-    "block_edge_off_by_one": "your key blocks are one short: block j covers keys j·b .. j·b + b − 1 "
-                             "(slice [start:start + block_size]), so you skip one key per block",
-    "last_partial_block_dropped": "you drop the last, partial block of keys when S is not a multiple of "
-                                  "block_size: loop with range(0, S, block_size) and slice up to min(start + b, S)",
-    "no_final_division": "you never divide the accumulator by the normaliser at the end",
-    "no_scale": "you do not scale the scores: multiply Q·Kᵀ by 1/√E in every block",
+    "no_accumulator_rescale": N_("when the running maximum grows you rescale the normaliser but not the "
+                                 "accumulator: multiply acc by exp(m_old − m_new) before adding the new block"),
+    "normaliser_before_rescale": N_("you add the new block's sum to the normaliser before rescaling it, so the new "
+                                    "block is rescaled too: l = l · exp(m_old − m_new) + rowsum(exp(s − m_new))"),
+    "block_edge_off_by_one": N_("your key blocks are one short: block j covers keys j·b .. j·b + b − 1 "
+                                "(slice [start:start + block_size]), so you skip one key per block"),
+    "last_partial_block_dropped": N_("you drop the last, partial block of keys when S is not a multiple of "
+                                     "block_size: loop with range(0, S, block_size) and slice up to min(start + b, S)"),
+    "no_final_division": N_("you never divide the accumulator by the normaliser at the end"),
+    "no_scale": N_("you do not scale the scores: multiply Q·Kᵀ by 1/√E in every block"),
 }
 # The family each of these bugs is charged to (grader/causes.py), and their sentences for it.
 variants.register(BUGS, {
@@ -43,7 +44,8 @@ variants.register(BUGS, {
 
 
 def explain(name):
-    return BUGS.get(name, "") if name else ""
+    text = BUGS.get(name, "") if name else ""
+    return T(text) if text else ""  # a T: rendered in the reader's language
 
 
 def online(q, k, v, block, bug=None):
@@ -76,8 +78,8 @@ def run_tiled(ctx, q, k, v, block, *, what: str):
     cmp = compare(out, ref64, allowance(ref64, scaled_dot_product_attention(q, k, v), q.dtype))
     if cmp.ok:
         if out.dtype != q.dtype:
-            raise Fail(f"{what}: your output is {str(out.dtype).replace('torch.', '')} for "
-                       f"{str(q.dtype).replace('torch.', '')} inputs")
+            raise Fail(T("{what}: your output is {got} for {want} inputs", what=what,
+                         got=str(out.dtype).replace("torch.", ""), want=str(q.dtype).replace("torch.", "")))
         ctx.attention_seen = True
         return cmp.max_error
     cause = identify(out, {b: online(q, k, v, block, b) for b in BUGS}, relative_error(out, ref64))
@@ -89,7 +91,7 @@ def run_tiled(ctx, q, k, v, block, *, what: str):
         # An overflow where the reference is finite, after an update bug was named: computed in
         # float64 the buggy update does not overflow, so no variant matches; it is that bug's.
         cause = next((b for b in ctx.diagnoses if HOME.get(b) == ("online",)), None)
-    raise Fail(f"{what}: {cmp.describe()}." + (f" Likely cause: {explain(cause)}." if cause else ""),
+    raise Fail(cmp.failure(what, explain(cause) if cause else ""),
                {"case": what, "shapes": shape_str(q, k, v), "block_size": block, "diagnosis": cause,
                 **cmp.details()})
 
@@ -109,26 +111,28 @@ def shapes(ctx):
     S = ctx.inputs.randint(17, 29)
     block = _block_not_dividing(ctx, S)
     worst = run_tiled(ctx, *_qkv(ctx, L, S, E, Ev, dtype=torch.float32), block,
-                      what=f"float32, L={L}, S={S}, block_size={block} (S not a multiple of it)")
+                      what=T("float32, L={L}, S={S}, block_size={block} (S not a multiple of "
+                             "it)", L=L, S=S, block=block))
     N = ctx.inputs.randint(2, 4)
     worst = max(worst, run_tiled(ctx, *_qkv(ctx, L, S, E, Ev, batch=(N,), dtype=torch.float32), block,
-                                 what=f"3-D inputs (N={N}), block_size={block}"))
-    return f"matches the reference with S not a multiple of block_size (max error {worst:.2g})"
+                                 what=T("3-D inputs (N={N}), block_size={block}", N=N, block=block)))
+    return T("matches the reference with S not a multiple of block_size (max error "
+             "{worst:.2g})", worst=worst)
 
 
 def block_extremes(ctx):
     L, E, Ev = ctx.inputs.distinct(3, 5, 10)
     S = ctx.inputs.randint(9, 15)
     for block, label in ((1, "block_size = 1"), (S, "block_size = S"), (S + 7, "block_size > S")):
-        run_tiled(ctx, *_qkv(ctx, L, S, E, Ev), block, what=f"{label} (S={S})")
-    return "block sizes of 1, S and more than S all give the reference"
+        run_tiled(ctx, *_qkv(ctx, L, S, E, Ev), block, what=T("{label} (S={S})", label=label, S=S))
+    return T("block sizes of 1, S and more than S all give the reference")
 
 
 def float64(ctx):
     L, E, Ev = ctx.inputs.distinct(3, 6, 14)
     S = ctx.inputs.randint(17, 29)
-    worst = run_tiled(ctx, *_qkv(ctx, L, S, E, Ev), _block_not_dividing(ctx, S), what="float64 inputs")
-    return f"float64 inputs give float64-accurate results (max error {worst:.2g})"
+    worst = run_tiled(ctx, *_qkv(ctx, L, S, E, Ev), _block_not_dividing(ctx, S), what=T("float64 inputs"))
+    return T("float64 inputs give float64-accurate results (max error {worst:.2g})", worst=worst)
 
 
 def dtype_case(dtype):
@@ -136,13 +140,14 @@ def dtype_case(dtype):
         L, E, Ev = ctx.inputs.distinct(3, 6, 14)
         S = ctx.inputs.randint(17, 29)
         q, k, v = _qkv(ctx, L, S, E, Ev, dtype=dtype)
-        out = ctx.tensor_out(ctx.call(q, k, v, 8, during=f"{dtype} inputs"), (2, 3, L, Ev))
+        out = ctx.tensor_out(ctx.call(q, k, v, 8, during=T("{dtype} inputs", dtype=dtype)), (2, 3, L, Ev))
         if out.dtype != dtype:
-            raise Fail(f"for {str(dtype).replace('torch.', '')} inputs your output is "
-                       f"{str(out.dtype).replace('torch.', '')}")
+            raise Fail(T("for {value} inputs your output is {value2}",
+                         value=str(dtype).replace('torch.', ''), value2=str(out.dtype).replace('torch.', '')))
         if not torch.isfinite(out).all():
-            raise Fail("your output has NaN or infinite values on ordinary inputs")
-        return f"a {str(dtype).replace('torch.', '')} tensor of shape (2, 3, {L}, {Ev})"
+            raise Fail(T("your output has NaN or infinite values on ordinary inputs"))
+        return T("a {value} tensor of shape (2, 3, {L}, {Ev})",
+                 value=str(dtype).replace('torch.', ''), L=L, Ev=Ev)
     return check
 
 
@@ -152,16 +157,19 @@ def rescale(ctx):
     S = 24
     q, k, v = _qkv(ctx, L, S, E, Ev)
     q, k = q.abs(), k.abs() * torch.linspace(0.3, 3.0, S, dtype=torch.float64)[:, None]  # positive, growing
-    run_tiled(ctx, q, k, v, 4, what=f"scores that grow from block to block (S={S}, block_size=4)")
-    return "the accumulator and the normaliser are rescaled whenever the running maximum grows"
+    run_tiled(ctx, q, k, v, 4, what=T("scores that grow from block to block (S={S}, "
+                                      "block_size=4)", S=S))
+    return T("the accumulator and the normaliser are rescaled whenever the running maximum "
+             "grows")
 
 
 def large_scores(ctx):
     L, E, Ev = ctx.inputs.distinct(3, 6, 12)
     S = ctx.inputs.randint(17, 29)
     q, k, v = _qkv(ctx, L, S, E, Ev, dtype=torch.float32)
-    run_tiled(ctx, q * 40, k, v, 5, what="float32 scores in the hundreds (query × 40)")
-    return "no overflow with float32 scores in the hundreds: the running maximum is subtracted"
+    run_tiled(ctx, q * 40, k, v, 5, what=T("float32 scores in the hundreds (query × 40)"))
+    return T("no overflow with float32 scores in the hundreds: the running maximum is "
+             "subtracted")
 
 
 def long_sequence_memory(ctx):
@@ -169,7 +177,7 @@ def long_sequence_memory(ctx):
     r = ctx.inputs.randn
     q, k, v = r(1, LONG, LONG_E), r(1, LONG, LONG_E), r(1, LONG, LONG_E)
     block = 256
-    what = f"L = S = {LONG}, E = {LONG_E}, float32, block_size={block}"
+    what = T("L = S = {L}, E = {E}, float32, block_size={block}", L=LONG, E=LONG_E, block=block)
     # On the CPU even on a GPU worker: the cgroup counts host memory, not the accelerator's.
     result = ctx.call(q, k, v, block, measure_memory=True, run_on="cpu", during=what)
     out = ctx.tensor_out(result, (1, LONG, LONG_E), what)
@@ -182,16 +190,19 @@ def long_sequence_memory(ctx):
         cause = identify(out[:, rows], known, relative_error(out[:, rows], ref64)) if known else None
         if cause:  # the bug the other checks named, at this length too: not charged again
             details["diagnosis"] = cause
-        raise Fail(f"{what}: on 64 sampled rows, {cmp.describe()}" +
-                   (f". Likely cause: {explain(cause)}" if cause else ""), details)
+        raise Fail(T("{what}: on 64 sampled rows, {comparison}{cause}", what=what, comparison=cmp.describe(),
+                     cause=T(". Likely cause: {cause}", cause=explain(cause)) if cause else ""), details)
     full = LONG * LONG * 4
     peak = result.memory_peak
     if peak is None:
-        return (f"output right on {what}; peak memory not measured: this sandbox has no cgroup to read (the "
-                f"server measures it and fails a full {full // MiB} MiB score matrix)"), {"measured": False}
+        return (T("output right on {what}; peak memory not measured: this sandbox has no "
+                  "cgroup to read (the server measures it and fails a full {value} MiB score "
+                  "matrix)", what=what, value=full // MiB)), {"measured": False}
     details = {"measured": True, "peak_mib": round(peak / MiB, 1), "full_scores_mib": full // MiB}
     if peak >= full:  # holding one full score matrix costs at least this much
-        raise Fail(f"{what}: your call's memory grew by {peak / MiB:.0f} MiB (measured by the grader from your "
-                   f"run's cgroup); one L×S float32 score matrix is {full // MiB} MiB: process the keys in "
-                   f"blocks and never build the full matrix", details)
-    return f"{what}: memory grew by {peak / MiB:.0f} MiB (a full score matrix is {full // MiB} MiB)", details
+        raise Fail(T("{what}: your call's memory grew by {value:.0f} MiB (measured by the "
+                     "grader from your run's cgroup); one L×S float32 score matrix is "
+                     "{value2} MiB: process the keys in blocks and never build the full "
+                     "matrix", what=what, value=peak / MiB, value2=full // MiB), details)
+    return T("{what}: memory grew by {value:.0f} MiB (a full score matrix is {value2} MiB)",
+             what=what, value=peak / MiB, value2=full // MiB), details

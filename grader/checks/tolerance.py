@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ..i18n import T
+
 # Rounding floors relative to max(1, max|reference|), by the dtype the submission ran in.
 # float64's floor admits float32-rounded constants (torch.sqrt(torch.tensor(d_k))), which are
 # harmless; full float64 precision is reported by the unscored ``precision`` family instead.
@@ -40,12 +42,18 @@ class Comparison:
                 "worst_index": self.where, "worst_value": _num(self.got),
                 "expected_value": _num(self.expected), "nonfinite": self.nonfinite}
 
-    def describe(self) -> str:
+    def describe(self) -> T:
         if self.nonfinite:
-            return (f"{self.nonfinite} value(s) are NaN or infinite where the reference is finite "
-                    f"(first at index {self.where})")
-        return (f"largest difference from the reference is {self.max_error:.3g} at index {self.where} "
-                f"(yours {self.got:.6g}, expected {self.expected:.6g}; allowed {self.bound:.2g})")
+            return T("{count} value(s) are NaN or infinite where the reference is finite (first at index "
+                     "{where})", count=self.nonfinite, where=self.where)
+        return T("largest difference from the reference is {error:.3g} at index {where} (yours {got:.6g}, "
+                 "expected {expected:.6g}; allowed {bound:.2g})", error=self.max_error, where=self.where,
+                 got=self.got, expected=self.expected, bound=self.bound)
+
+    def failure(self, what, cause="") -> T:
+        """A check's message for this miss: the case, the numbers, and the likely cause if named."""
+        return T("{what}: {comparison}.{cause}", what=what, comparison=self.describe(),
+                 cause=T(" Likely cause: {cause}.", cause=cause) if cause else "")
 
 
 def _num(x):

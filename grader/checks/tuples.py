@@ -14,6 +14,7 @@ import torch
 from .base import Fail
 from .tolerance import OUTPUT_MULTIPLIER, allowance, compare, relative_error
 from .variants import identify
+from ..i18n import T
 
 
 @dataclass
@@ -43,7 +44,7 @@ def judge(ctx, spec: Outputs, args: tuple, kwargs: dict, *, shapes: list, ref64,
         name, shape = miss.details.get("output"), miss.details.get("output_shape")
         cause = shape_hint(name, shape) if shape_hint and name and shape else None
         if cause:
-            raise Fail(f"{miss.message}. Likely cause: {spec.explain(cause)}.",
+            raise Fail(T("{message}. Likely cause: {value}.", message=miss.message, value=spec.explain(cause)),
                        {**miss.details, "diagnosis": cause}) from None
         raise
     dtype = args[0].dtype
@@ -54,8 +55,8 @@ def judge(ctx, spec: Outputs, args: tuple, kwargs: dict, *, shapes: list, ref64,
         if not cmp.ok:
             failures.append((name, cmp))
         elif out.dtype != dtype:
-            raise Fail(f"{what}: your {name} is {str(out.dtype).replace('torch.', '')} for "
-                       f"{str(dtype).replace('torch.', '')} inputs: return the inputs' dtype",
+            raise Fail(T("{what}: your {name} is {got} for {want} inputs: return the inputs' dtype", what=what,
+                         name=name, got=str(out.dtype).replace("torch.", ""), want=str(dtype).replace("torch.", "")),
                        {"output": name, "output_dtype": str(out.dtype)})
     if not failures:
         ctx.attention_seen = True
@@ -71,8 +72,9 @@ def judge(ctx, spec: Outputs, args: tuple, kwargs: dict, *, shapes: list, ref64,
         ctx.attention_seen = True  # a named bug of this task: the function computes what the task is about
     name, cmp = failures[0]
     details = {"case": what, "wrong": [n for n, _ in failures], "diagnosis": cause, **cmp.details()}
-    raise Fail(f"{what}: {', '.join(n for n, _ in failures)} wrong; {name}: {cmp.describe()}."
-               + (f" Likely cause: {spec.explain(cause)}." if cause else ""), details)
+    raise Fail(T("{what}: {wrong} wrong; {name}: {comparison}.{cause}", what=what,
+                 wrong=", ".join(n for n, _ in failures), name=name, comparison=cmp.describe(),
+                 cause=T(" Likely cause: {cause}.", cause=spec.explain(cause)) if cause else ""), details)
 
 
 def dtype_case(dtype, make_args: Callable, spec: Outputs, shapes_of: Callable):
@@ -81,11 +83,13 @@ def dtype_case(dtype, make_args: Callable, spec: Outputs, shapes_of: Callable):
     so one bug that leaves a row with nothing to attend to is not charged twice."""
     def check(ctx):
         args = make_args(ctx, dtype)
-        result = ctx.call(*args, during=f"{dtype} inputs")
+        result = ctx.call(*args, during=T("{dtype} inputs", dtype=dtype))
         outs = ctx.tuple_out(result, shapes_of(args), spec.names)
         for name, out in zip(spec.names, outs):
             if out.dtype != dtype:
-                raise Fail(f"for {str(dtype).replace('torch.', '')} inputs your {name} is "
-                           f"{str(out.dtype).replace('torch.', '')}", {"output": name, "output_dtype": str(out.dtype)})
-        return f"{len(spec.names)} {str(dtype).replace('torch.', '')} tensors of the expected shapes"
+                raise Fail(T("for {want} inputs your {name} is {got}", want=str(dtype).replace("torch.", ""),
+                             name=name, got=str(out.dtype).replace("torch.", "")),
+                           {"output": name, "output_dtype": str(out.dtype)})
+        return T("{count} {value} tensors of the expected shapes",
+                 count=len(spec.names), value=str(dtype).replace('torch.', ''))
     return check

@@ -12,56 +12,57 @@ import torch
 
 from .base import broadcast_shapes
 from .tolerance import relative_error
+from ..i18n import N_, T
 
 BUGS = {
-    "no_scale": "you do not scale the scores: divide Q·Kᵀ by √d_k before the softmax",
-    "scale_dk": "you divide the scores by d_k instead of √d_k",
-    "scale_sqrt_mult": "you multiply the scores by √d_k instead of dividing",
-    "scale_ignored": "you ignore the scale= argument and always use 1/√d_k",
-    "scale_twice": "you apply both the scale= argument and 1/√d_k; when scale is given use only it",
-    "scale_after_softmax": "you scale after the softmax: the 1/√d_k belongs inside, on the scores",
-    "softmax_queries": "your softmax normalises over the queries (dim=-2) instead of the keys (dim=-1)",
-    "mask_polarity": "your boolean mask has the wrong polarity: True means the key MAY be attended to "
-                     "(the opposite of nn.MultiheadAttention's key_padding_mask)",
-    "masked_fill_zero": "you fill masked scores with 0 instead of -inf, so masked keys still get weight",
-    "mask_multiply": "you multiply the scores by the mask, which sets masked scores to 0 rather than -inf",
-    "mask_after_softmax": "you apply the mask after the softmax without renormalising, so the weights no "
-                          "longer sum to 1",
-    "mask_ignored": "your function ignores attn_mask: hide the keys where the boolean mask is False",
-    "bool_mask_added": "you add the boolean mask to the scores as numbers instead of hiding the False keys",
-    "float_mask_ignored": "you ignore the float mask (or treat it as boolean): a float mask is ADDED to "
-                          "the scaled scores",
-    "float_mask_as_bool": "you treat the float mask as boolean (only its -inf entries count): its finite "
-                          "values must be added to the scores too",
-    "float_mask_scaled": "you add the float mask before scaling: it must be added AFTER multiplying by "
-                         "the scale",
-    "float_mask_subtracted": "you subtract the float mask: it must be added to the scores",
-    "causal_diagonal": "your causal mask is off by one: it hides the diagonal, but query i may see key i",
-    "causal_bottom_right": "your causal mask is aligned to the bottom-right; the contract is top-left "
-                           "(ones(L, S).tril()), which differs when L != S",
-    "causal_ignored": "is_causal=True has no effect in your function",
-    "causal_reversed": "your causal mask hides the past instead of the future (triu instead of tril)",
-    "split_no_transpose": "you split the heads with a view/reshape to (B, H, L, d_k) without a transpose: "
-                          "reshape to (B, L, H, d_k) and then transpose(1, 2)",
-    "merge_no_transpose": "you merge the heads with a view/reshape without transposing back: "
-                          "transpose(1, 2) to (B, L, H, d_k) before reshaping to (B, L, d_model)",
-    "split_merge_no_transpose": "you split and merge the heads with views that skip the transposes",
-    "batch_mixed": "every query attends to the keys of every batch element: you flattened the batch "
-                   "dimensions into the sequence; keep them as leading dimensions",
-    "scale_dmodel": "you scale by 1/√d_model instead of the per-head 1/√d_k",
-    "scale_constant": "you hard-code the scale 1/8 (that is 1/√64), which is right only at d_k = 64: use "
-                      "1/√(query.size(-1))",
-    "no_out_proj": "you leave out the output projection w_o",
-    "weights_not_transposed": "you apply the weights as x @ W instead of x @ Wᵀ (like nn.Linear)",
-    "mask_heads_repeat": "you expand the per-batch mask to batch × heads with repeat, which pairs masks with "
-                         "the wrong batch elements: use repeat_interleave(num_heads, dim=0), or keep the "
-                         "(B, 1, L, S) mask and let it broadcast over the heads",
-    "inputs_modified": "your function modifies its inputs in place (q /= s, masked_fill_): the caller's "
-                       "tensors change, and autograd refuses in-place changes to tensors it differentiates",
-    "mask_first_head": "you apply one head's mask to every head: a (B, H, L, S) mask gives each head its own",
-    "residual_layernorm": "you add the residual and apply LayerNorm inside the attention: the layer "
-                          "returns the attention output only (the residual and LayerNorm belong to the "
-                          "encoder block around it)",
+    "no_scale": N_("you do not scale the scores: divide Q·Kᵀ by √d_k before the softmax"),
+    "scale_dk": N_("you divide the scores by d_k instead of √d_k"),
+    "scale_sqrt_mult": N_("you multiply the scores by √d_k instead of dividing"),
+    "scale_ignored": N_("you ignore the scale= argument and always use 1/√d_k"),
+    "scale_twice": N_("you apply both the scale= argument and 1/√d_k; when scale is given use only it"),
+    "scale_after_softmax": N_("you scale after the softmax: the 1/√d_k belongs inside, on the scores"),
+    "softmax_queries": N_("your softmax normalises over the queries (dim=-2) instead of the keys (dim=-1)"),
+    "mask_polarity": N_("your boolean mask has the wrong polarity: True means the key MAY be attended to "
+                        "(the opposite of nn.MultiheadAttention's key_padding_mask)"),
+    "masked_fill_zero": N_("you fill masked scores with 0 instead of -inf, so masked keys still get weight"),
+    "mask_multiply": N_("you multiply the scores by the mask, which sets masked scores to 0 rather than -inf"),
+    "mask_after_softmax": N_("you apply the mask after the softmax without renormalising, so the weights no "
+                             "longer sum to 1"),
+    "mask_ignored": N_("your function ignores attn_mask: hide the keys where the boolean mask is False"),
+    "bool_mask_added": N_("you add the boolean mask to the scores as numbers instead of hiding the False keys"),
+    "float_mask_ignored": N_("you ignore the float mask (or treat it as boolean): a float mask is ADDED to "
+                             "the scaled scores"),
+    "float_mask_as_bool": N_("you treat the float mask as boolean (only its -inf entries count): its finite "
+                             "values must be added to the scores too"),
+    "float_mask_scaled": N_("you add the float mask before scaling: it must be added AFTER multiplying by "
+                            "the scale"),
+    "float_mask_subtracted": N_("you subtract the float mask: it must be added to the scores"),
+    "causal_diagonal": N_("your causal mask is off by one: it hides the diagonal, but query i may see key i"),
+    "causal_bottom_right": N_("your causal mask is aligned to the bottom-right; the contract is top-left "
+                              "(ones(L, S).tril()), which differs when L != S"),
+    "causal_ignored": N_("is_causal=True has no effect in your function"),
+    "causal_reversed": N_("your causal mask hides the past instead of the future (triu instead of tril)"),
+    "split_no_transpose": N_("you split the heads with a view/reshape to (B, H, L, d_k) without a transpose: "
+                             "reshape to (B, L, H, d_k) and then transpose(1, 2)"),
+    "merge_no_transpose": N_("you merge the heads with a view/reshape without transposing back: "
+                             "transpose(1, 2) to (B, L, H, d_k) before reshaping to (B, L, d_model)"),
+    "split_merge_no_transpose": N_("you split and merge the heads with views that skip the transposes"),
+    "batch_mixed": N_("every query attends to the keys of every batch element: you flattened the batch "
+                      "dimensions into the sequence; keep them as leading dimensions"),
+    "scale_dmodel": N_("you scale by 1/√d_model instead of the per-head 1/√d_k"),
+    "scale_constant": N_("you hard-code the scale 1/8 (that is 1/√64), which is right only at d_k = 64: use "
+                         "1/√(query.size(-1))"),
+    "no_out_proj": N_("you leave out the output projection w_o"),
+    "weights_not_transposed": N_("you apply the weights as x @ W instead of x @ Wᵀ (like nn.Linear)"),
+    "mask_heads_repeat": N_("you expand the per-batch mask to batch × heads with repeat, which pairs masks with "
+                            "the wrong batch elements: use repeat_interleave(num_heads, dim=0), or keep the "
+                            "(B, 1, L, S) mask and let it broadcast over the heads"),
+    "inputs_modified": N_("your function modifies its inputs in place (q /= s, masked_fill_): the caller's "
+                          "tensors change, and autograd refuses in-place changes to tensors it differentiates"),
+    "mask_first_head": N_("you apply one head's mask to every head: a (B, H, L, S) mask gives each head its own"),
+    "residual_layernorm": N_("you add the residual and apply LayerNorm inside the attention: the layer "
+                             "returns the attention output only (the residual and LayerNorm belong to the "
+                             "encoder block around it)"),
 }
 
 
@@ -228,7 +229,9 @@ def identify(out: torch.Tensor, variants: dict, ref_error: float, allow_all_nan:
 
 
 def explain(name: str | None) -> str:
-    return BUGS.get(name, "") if name else ""
+    """The bug's sentence (a ``T``: rendered in the reader's language), "" for no known bug."""
+    text = BUGS.get(name, "") if name else ""
+    return T(text) if text else ""
 
 
 # The family each named bug is charged to (the first of these the task has): the check family

@@ -21,6 +21,7 @@ import termios
 import threading
 
 from . import policy
+from ..i18n import T
 from .limits import Limits
 
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness.py")
@@ -195,7 +196,7 @@ def select_backend(level: str, limits: Limits, device: str):
         return LocalBackend(limits, device)
     if level == "none":
         return PlainBackend(limits, device, apply_rlimits=False,
-                            warnings=["sandbox disabled (--sandbox none): the submission runs unconfined"])
+                            warnings=[T("sandbox disabled (--sandbox none): the submission runs unconfined")])
     from .wall import strict_problems
     problems = strict_problems(wall=True)
     if level == "strict":
@@ -214,11 +215,11 @@ def select_backend(level: str, limits: Limits, device: str):
         from .pool import ZygoteBackend
         try:
             return ZygoteBackend(limits, device, wall=False, level="auto", warnings=[
-                "the outer bubblewrap wall is unavailable (" + "; ".join(problems) + "); the submission "
-                "runs in namespaces, a cgroup and seccomp without it"])
+                T("the outer bubblewrap wall is unavailable ({problems}); the submission runs in namespaces, "
+                  "a cgroup and seccomp without it", problems="; ".join(problems))])
         except SandboxUnavailable as exc:
             problems = [str(exc)]
     return PlainBackend(limits, device, apply_rlimits=True, warnings=[
-        "full isolation is unavailable here (missing: " + "; ".join(problems) + "); the submission runs "
-        "in a plain subprocess with resource limits only: fine for checking your own code, not for "
-        "grading untrusted code"])
+        T("full isolation is unavailable here (missing: {problems}); the submission runs in a plain "
+          "subprocess with resource limits only: fine for checking your own code, not for grading "
+          "untrusted code", problems="; ".join(problems))])

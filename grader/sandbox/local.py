@@ -28,6 +28,7 @@ import sys
 import threading
 
 from . import policy
+from ..i18n import T
 from .backends import OutputCapture, SandboxUnavailable, describe_status
 from .limits import Limits
 
@@ -314,8 +315,8 @@ class LocalBackend:
 
     def __init__(self, limits: Limits, device: str):
         self.limits, self.device = limits, device
-        self.warnings = ["local pre-check: your code runs as you, without isolation "
-                         "(the server grades it in its sandbox)"]
+        self.warnings = [T("local pre-check: your code runs as you, without isolation "
+                           "(the server grades it in its sandbox)")]
         if not str(device).startswith("cuda"):
             self.server = prepare()
 

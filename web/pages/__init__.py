@@ -31,7 +31,9 @@ def register(app: Flask) -> None:
     app.jinja_env.filters.update(
         when=helpers.format_when, score=helpers.format_score, points=helpers.format_points, percent=helpers.format_percent,
         seconds=helpers.format_seconds, markdown=helpers.render_markdown,
-        inline_markdown=helpers.render_inline, python=helpers.highlight_python)
+        inline_markdown=helpers.render_inline, python=helpers.highlight_python,
+        # the grader's feedback in the reader's language (its own catalogue: grader/translations)
+        feedback=helpers.grader_feedback, skip_reason=helpers.grader_skip_reason)
     app.context_processor(helpers.template_globals)
 
     for code in (403, 404, 413, 429):

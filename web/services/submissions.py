@@ -213,15 +213,19 @@ def submission_view(submission: Submission, viewer: User, now: datetime | None =
     result, job = submission.result, submission.job
     show_checks = feedback_visible(submission, viewer, now)
     checks = []
+    report = result.report if result is not None and isinstance(result.report, dict) else {}
     if result is not None and show_checks:
+        # the message's template and arguments (grader/i18n.py), to show it in the reader's language
+        templates = [c.get("message_i18n") if isinstance(c, dict) else None for c in report.get("checks") or []]
         checks = [{"id": c.check_id, "passed": c.passed, "points": c.points,
-                   "max_points": c.max_points, "message": c.message, "details": c.details}
+                   "max_points": c.max_points, "message": c.message, "details": c.details,
+                   **({"message_i18n": templates[c.position]}
+                      if c.position < len(templates) and templates[c.position] else {})}
                   for c in result.checks]
     error = submission.error
     if job is not None and job.status == "failed":
         error = error or job.error
     checks, error, notebook = notebook_view(submission, checks, error)
-    report = result.report if result is not None and isinstance(result.report, dict) else {}
     assignment = submission.assignment
     scoring = None
     if result is not None and report.get("score") is not None:
@@ -243,6 +247,8 @@ def submission_view(submission: Submission, viewer: User, now: datetime | None =
         "notebook": notebook, "output": output,
         # how the score was reached: one line of root causes, and the late penalty if any
         "summary": report.get("summary") if show_checks else None,
+        "summary_i18n": report.get("summary_i18n") if show_checks else None,
+        "error_i18n": report.get("error_i18n") if error and error == report.get("error") else None,
         "scoring": scoring,
         "grader_version": submission.grader_version,
         "submitted_at": iso(submission.created_at),
