@@ -30,8 +30,10 @@ def test_real_grades_and_a_broken_program_is_a_result(service):
     view = client.get(good["url"], headers=headers).get_json()
     assert (view["status"], view["passed"], view["score"]) == ("done", True, view["max_score"])
     assert view["grader_version"] == grader.GRADER_VERSION and len(view["checks"]) > 10
-    assert all(set(c) == {"id", "passed", "points", "max_points", "message", "details"}
-               for c in view["checks"])
+    # every check: its verdict, its English message, and (grader/i18n.py) the message's template
+    # and arguments, so a client can show it in its reader's language
+    assert all(set(c) == {"id", "passed", "points", "max_points", "message", "details", "message_i18n"}
+               and c["message_i18n"]["t"] for c in view["checks"])
 
     view = client.get(broken["url"], headers=headers).get_json()
     assert (view["status"], view["passed"], view["score"]) == ("done", False, 0)
