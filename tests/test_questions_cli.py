@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from grader.cli import main
+from grader.i18n import render as in_language
 from questions import grade_answer, load_bank, variant_seed
 
 
@@ -101,7 +102,7 @@ def test_causal_mask_wrong_answer_explained(bank):
     transposed = "import torch\ndef causal_mask(L, S):\n    return torch.ones(S, L, dtype=torch.bool).tril().T\n"
     bad = grade_answer(q, seed, transposed, "ru")
     assert bad.correct is False and bad.points < q.points
-    assert "форма" in bad.feedback or "неверных" in bad.feedback
+    assert "форма" in in_language(bad.feedback, "ru") or "неверных" in in_language(bad.feedback, "ru")
 
 
 def test_code_that_does_not_load_or_raises(bank):
