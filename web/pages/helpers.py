@@ -5,8 +5,9 @@ import difflib
 from datetime import datetime
 from functools import wraps
 
+from babel.numbers import format_percent as cldr_percent
 from flask import abort
-from flask_babel import format_decimal, format_percent as babel_percent
+from flask_babel import format_decimal, format_percent as babel_percent, get_locale
 from markdown_it import MarkdownIt
 from flask_login import current_user, login_required
 from markupsafe import Markup
@@ -76,8 +77,15 @@ def format_score(value, top=None) -> str:
     return f"{text} / {format_points(top)}" if top is not None else text
 
 
-def format_percent(value) -> str:
-    return "—" if value is None else babel_percent(value, format="#,##0%")
+def format_percent(value, decimals: int = 0) -> str:
+    """A share as a percentage: 73%; with ``decimals``, in the page language's own pattern
+    and at most that many decimals (13.3%, 13,3 % in Russian, 40% not 40.0%)."""
+    if value is None:
+        return "—"
+    if decimals:
+        return cldr_percent(round(value, 2 + decimals), locale=get_locale() or "en",
+                            decimal_quantization=False)
+    return babel_percent(value, format="#,##0%")
 
 
 def format_seconds(value) -> str:
