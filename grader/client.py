@@ -61,7 +61,9 @@ def wait_phrase(seconds: float) -> T:
     if minutes < 120:
         return T("{minutes} min", minutes=minutes)
     hours, minutes = divmod(minutes, 60)
-    return T("{hours} h {minutes} min", hours=hours, minutes=minutes) if minutes else T("{hours} h", hours=hours)
+    if minutes:
+        return T("{hours} h {minutes} min", hours=hours, minutes=minutes)
+    return T("{hours} h", hours=hours)
 
 
 def create_submission(server: str, token: str, task: str, code: str, *,

@@ -209,7 +209,8 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
     if kind == "free_text":
         if not isinstance(answer, str) or not answer.strip():
             raise AnswerFormatError("expected a non-empty text")
-        return AnswerResult(None, 0.0, top, T("Your answer is saved; an instructor will grade it against the rubric."),
+        saved = T("Your answer is saved; an instructor will grade it against the rubric.")
+        return AnswerResult(None, 0.0, top, saved,
                             {"status": "pending", "rubric": [r["id"] for r in d["rubric"]]})
     raise AnswerFormatError(f"cannot grade a {kind} question")
 

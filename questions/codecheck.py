@@ -10,10 +10,9 @@ import math
 
 import torch
 
-from . import references
 from grader.i18n import T
 
-from .messages import number
+from . import references
 from .model import Question
 from .variants import code_cases
 

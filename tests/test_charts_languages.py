@@ -31,7 +31,8 @@ def _svg_texts(svg: bytes) -> str:
 
 def _submission(env, client, lang):
     client.post("/language", data={"lang": lang})
-    sid = int(re.search(r"/submissions/(\d+)$", client.post("/tasks/sdpa", data={"code": "z = 0\n"}).location).group(1))
+    sent = client.post("/tasks/sdpa", data={"code": "z = 0\n"})
+    sid = int(re.search(r"/submissions/(\d+)$", sent.location).group(1))
     grade_queued(env, _report_with_pictures)
     return sid
 

@@ -10,7 +10,8 @@ from ..extensions import state, submit_code
 from ..services import courses, grading, progress, submissions, waiting
 from . import charts
 from .forms import ActionForm, SubmissionForm
-from .helpers import LANGUAGES, code_diff, db, interface_language, highlight_python, pygments_css, render_markdown, side_by_side
+from .helpers import (LANGUAGES, code_diff, db, highlight_python, interface_language, pygments_css,
+                      render_markdown, side_by_side)
 from .results import describe_checks
 
 bp = Blueprint("student", __name__)
