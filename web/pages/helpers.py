@@ -17,7 +17,7 @@ from pygments.lexers import DiffLexer, PythonLexer, TextLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
 from ..extensions import db_session
-from ..i18n import LANGUAGES, interface_language  # noqa: F401  (the views import them from here)
+from ..i18n import LANGUAGES, grader_text, interface_language  # noqa: F401  (the views import them from here)
 from ..models import utcnow
 
 PYGMENTS_STYLE = "friendly"
@@ -44,10 +44,7 @@ def grader_feedback(text, stored=None) -> str:
     """A grader message (a check's, the cause summary, a bug's sentence) in the page's language:
     from its stored template and arguments when the report has them (``stored``), else looked up
     by its English text (grader/i18n.py; its own catalogue, domain ``grader``)."""
-    from flask_babel import get_locale
-
-    from grader.i18n import render
-    return render(stored or text, str(get_locale() or "en"))
+    return grader_text(text, stored)
 
 
 def grader_skip_reason(text, stored=None) -> str:

@@ -24,6 +24,7 @@ from flask_babel import get_locale, gettext
 from grader.i18n import T, entry, render
 from questions import messages
 
+from ..i18n import DEFAULT_LANGUAGE
 from ..models import Assignment, QuizAnswer, QuizAttempt, QuizTry, utcnow
 
 MIN_TRY_PENALTY = 0.05  # at most 20 tries: below this, options could be tried for free
@@ -161,7 +162,7 @@ def feedback_in(row: QuizAnswer | QuizTry, lang: str | None) -> str:
 
 
 def _page_language() -> str:
-    return str(get_locale() or "en")
+    return str(get_locale() or DEFAULT_LANGUAGE)
 
 
 def visible_feedback(attempt: QuizAttempt, row: QuizAnswer) -> str:

@@ -14,14 +14,14 @@ import logging
 import math
 from datetime import datetime, timedelta
 
-from flask_babel import get_locale, gettext
+from flask_babel import gettext
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from grader.client import wait_phrase
-from grader.i18n import render
 from grader.notebook import CellMap, NotebookError, annotate_check, is_notebook, notebook_script
 
+from ..i18n import grader_text
 from ..models import Assignment, GradingJob, Submission, User, utcnow
 from .extensions import limits_for
 
@@ -115,13 +115,8 @@ def _check_window(session: Session, user: User, assignment: Assignment, now: dat
         wait = max(1, math.ceil((oldest + timedelta(seconds=seconds) - now).total_seconds()))
         raise SubmissionRejected(
             gettext("rate limited: at most %(count)s submissions per %(window)s for %(slug)s; "
-                    "try again in %(wait)s", count=count, window=_in_page_language(wait_phrase(seconds)),
-                    slug=assignment.slug, wait=_in_page_language(wait_phrase(wait))), 429, retry_after=wait)
-
-
-def _in_page_language(text) -> str:
-    """A grader message (its own catalogue) in this request's language."""
-    return render(text, str(get_locale() or "en"))
+                    "try again in %(wait)s", count=count, window=grader_text(wait_phrase(seconds)),
+                    slug=assignment.slug, wait=grader_text(wait_phrase(wait))), 429, retry_after=wait)
 
 
 def submit(session: Session, user: User, assignment: Assignment, code: str | bytes, *,
