@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -75,6 +76,7 @@ def test_show_renders_and_grades():
     code, out, _ = run("show", "per-head-scale", "--lang", "ru", "--student", "s1", "--grade", "8,0")
     assert code == 0
     assert "d_model" in out and '"max_points": 1.0' in out
+    assert re.search(r'"feedback": "[^"]*[а-яА-Я]', out)  # the feedback in --lang
     code, out, err = run("show", "no-such-question")
     assert code != 0 and "no question 'no-such-question'" in out + err
     code, out, err = run("show", "per-head-scale", "--grade", "eight")
