@@ -17,7 +17,7 @@ import urllib.request
 import click
 
 from . import userconfig
-from .i18n import LANGUAGES, gettext_for, render, skip_reason
+from .i18n import LANGUAGES, T, gettext_for, render, skip_reason
 
 DEFAULT_SERVER = "http://127.0.0.1:5000"
 ACCOUNT_PATH = "/account"  # where a student creates an API token (web/pages/auth.py)
@@ -51,16 +51,19 @@ def _request(method: str, url: str, token: str, body: dict | None = None,
 LONG_POLL_SECONDS = 25  # what one request asks the server to wait (its cap is 60 s)
 
 
-def wait_phrase(seconds: float) -> str:
-    """A wait as a person says it: "40 s", "54 min", "2 h 5 min"."""
+def wait_phrase(seconds: float) -> T:
+    """A wait as a person says it: "40 s", "54 min", "2 h 5 min" (a ``T``: the units are in the
+    grader's catalogue, so a page or the CLI says "54 мин" or "54 分钟" with ``render``)."""
     seconds = max(1, int(round(seconds)))
     if seconds < 90:
-        return f"{seconds} s"
+        return T("{seconds} s", seconds=seconds)
     minutes = -(-seconds // 60)  # rounded up: "try again in 1 min" must not be too early
     if minutes < 120:
-        return f"{minutes} min"
+        return T("{minutes} min", minutes=minutes)
     hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    if minutes:
+        return T("{hours} h {minutes} min", hours=hours, minutes=minutes)
+    return T("{hours} h", hours=hours)
 
 
 def create_submission(server: str, token: str, task: str, code: str, *,
@@ -166,17 +169,19 @@ def print_result(view: dict, console=None, lang: str | None = None) -> None:
                                                              wait=timings.get("wait_seconds") or 0), style="dim"))
 
 
-def _error_message(exc: ApiError, server: str) -> str:
-    """What went wrong and what helps: waiting only where waiting helps (429)."""
+def _error_message(exc: ApiError, server: str, lang: str | None = None) -> str:
+    """What went wrong and what helps, in ``lang``: waiting only where waiting helps (429)."""
+    _ = gettext_for(lang)
     account = server.rstrip("/") + ACCOUNT_PATH
     if exc.status == 401:
-        return (f"the server refused the API token ({exc.message}); create a new one on "
-                f"{account} and run `attn-grader config set token`")
+        return _("the server refused the API token ({message}); create a new one on {account} and run "
+                 "`attn-grader config set token`").format(message=exc.message, account=account)
     if exc.status == 429 and exc.retry_after:
         try:
-            return f"{exc.message} (try again in {wait_phrase(float(exc.retry_after))})"
+            wait = render(wait_phrase(float(exc.retry_after)), lang)
         except ValueError:
-            return f"{exc.message} (try again after {exc.retry_after})"
+            return _("{message} (try again after {when})").format(message=exc.message, when=exc.retry_after)
+        return _("{message} (try again in {wait})").format(message=exc.message, wait=wait)
     return exc.message
 
 
@@ -231,7 +236,7 @@ def submit(file, task, server, token, wait, timeout, as_json, lang):
         view = submit_and_wait(server, token, task, code, timeout=timeout,
                                filename=os.path.basename(file), on_accepted=announce)
     except ApiError as exc:
-        raise click.ClickException(_error_message(exc, server)) from None
+        raise click.ClickException(_error_message(exc, server, lang)) from None
     if as_json:
         click.echo(json.dumps(view, indent=2))
     else:

@@ -5,7 +5,9 @@ whatever language anyone reads them in. ``T(template, **args)`` is that English 
 every existing use keeps working) remembering its template and arguments; a report stores them
 beside the English (``entry``) so that ``render`` can give the same feedback in the *viewer's*
 language later: an instructor and a student may read one report in two languages, and an
-account may change its language after grading.
+account may change its language after grading. ``Texts`` is a text its author wrote in every
+language (a quiz question's option feedback) and ``joined`` joins messages without losing
+their templates; the quiz's feedback (questions/) is made and stored the same way.
 
 Catalogues: ``grader/translations/<lang>/LC_MESSAGES/grader.po`` (domain ``grader``), extracted
 from the ``T(...)``, ``N_(...)`` and ``_(...)`` calls by ``pybabel`` (``make i18n``) and compiled
@@ -64,13 +66,41 @@ def _rebuild(template: str, args: dict) -> T:
     return T(template, **args)
 
 
+class Texts(str):
+    """A text its author wrote in each language (a quiz question's option feedback, a number as
+    each language writes it: 0.5 / 0,5): the English, remembering every version, so that a
+    ``T`` built from it still renders wholly in the reader's language. Stored as {"l": texts}."""
+
+    texts: dict
+
+    def __new__(cls, texts: dict):
+        self = super().__new__(cls, texts.get("en", next(iter(texts.values()), "")))
+        self.texts = {str(lang): str(text) for lang, text in texts.items()}
+        return self
+
+    def __reduce__(self):
+        return Texts, (self.texts,)
+
+    def shown(self, lang: str | None) -> str:
+        return self.texts.get(normalise(lang) or "en", str(self))
+
+
+def joined(parts, separator: str = " ") -> T:
+    """``separator.join(parts)`` that keeps every part translatable (``str.join`` would give
+    plain English). The template is only placeholders: no catalogue entry, nothing to translate."""
+    parts = list(parts)
+    literal = separator.replace("{", "{{").replace("}", "}}")
+    template = literal.join(f"{{p{i}}}" for i in range(len(parts)))
+    return _rebuild(template, {f"p{i}": part for i, part in enumerate(parts)})
+
+
 def N_(text: str) -> str:
     """Marks a constant for extraction; ``render`` translates it by its English text."""
     return text
 
 
 def _argument(value):
-    if isinstance(value, T) or value is None or type(value) in (bool, int, float):
+    if isinstance(value, (T, Texts)) or value is None or type(value) in (bool, int, float):
         return value
     if isinstance(value, numbers.Integral):  # numpy integers: plain, so JSON and format specs take them
         return int(value)
@@ -83,14 +113,17 @@ def _argument(value):
 
 def entry(text) -> dict | str | None:
     """What a report stores for ``text``: {"t": template, "a": {name: arg}} for a ``T`` (nested
-    ``T`` args as entries, non-finite floats as {"float": "nan"}), the text itself otherwise."""
+    ``T`` args as entries, non-finite floats as {"float": "nan"}), {"l": {lang: text}} for
+    ``Texts``, the text itself otherwise."""
+    if isinstance(text, Texts):
+        return {"l": text.texts}
     if not isinstance(text, T):
         return text
     return {"t": text.template, "a": {key: _stored(value) for key, value in text.args.items()}}
 
 
 def _stored(value):
-    if isinstance(value, T):
+    if isinstance(value, (T, Texts)):
         return entry(value)
     if isinstance(value, float) and not math.isfinite(value):
         return {"float": repr(value)}
@@ -145,10 +178,10 @@ def render(text, lang: str | None) -> str:
     """
     if text is None:
         return ""
-    if isinstance(text, T):
+    if isinstance(text, (T, Texts)):
         text = entry(text)
-    if isinstance(text, dict) and "t" in text:
-        return _render_entry(text, translation(lang))
+    if isinstance(text, dict) and ("t" in text or "l" in text):
+        return _loaded(text, lang)
     return translation(lang).gettext(str(text)) if text else str(text)
 
 
@@ -161,10 +194,10 @@ def skip_reason(text, lang: str | None) -> str:
     return shown.removeprefix(translation(lang).gettext(SKIPPED)).removeprefix(SKIPPED)
 
 
-def _render_entry(stored: dict, catalogue) -> str:
+def _render_entry(stored: dict, lang: str | None) -> str:
     template = str(stored["t"])
-    args = {key: _loaded(value, catalogue) for key, value in (stored.get("a") or {}).items()}
-    translated = catalogue.gettext(template) if template else template
+    args = {key: _loaded(value, lang) for key, value in (stored.get("a") or {}).items()}
+    translated = translation(lang).gettext(template) if template else template
     if not args:
         return translated
     try:
@@ -176,9 +209,12 @@ def _render_entry(stored: dict, catalogue) -> str:
             return template
 
 
-def _loaded(value, catalogue):
+def _loaded(value, lang: str | None):
     if isinstance(value, dict) and "t" in value:
-        return _render_entry(value, catalogue)
+        return _render_entry(value, lang)
+    if isinstance(value, dict) and "l" in value:  # Texts: the author's version for ``lang``
+        texts = value["l"]
+        return texts.get(normalise(lang) or "en", texts.get("en", ""))
     if isinstance(value, dict) and "float" in value:
         return float(value["float"])
     return value

@@ -16,12 +16,13 @@ Stable API for the web app:
   Never the answer, a correctness flag, option feedback or a rubric.
 * ``grade_answer(question, seed, answer, lang="en", *, sandbox="auto") -> AnswerResult``
   with ``correct`` (True/False, None = waiting for an instructor), ``points``, ``max_points``,
-  ``feedback`` (text in ``lang``) and ``details`` (JSON-safe; no solution in it).
+  ``feedback`` (English, a ``grader.i18n.T``: ``to_dict`` stores its template as
+  ``feedback_i18n``, which ``grader.i18n.render`` shows in any reader's language) and ``details`` (JSON-safe; no solution in it).
   Answer formats and partial credit: see :mod:`questions.answers`. A malformed answer raises
   ``AnswerFormatError`` (a ValueError) so that it does not count as an attempt. The feedback
   explains the answer (option feedback, the question's explanation), so where a student may
   still change an answer, show it only once the attempt is closed.
-* ``score_rubric(question, awarded_ids, lang) -> AnswerResult``: an instructor's verdict on a
+* ``score_rubric(question, awarded_ids) -> AnswerResult``: an instructor's verdict on a
   free-text answer. ``solution(question, seed, lang) -> dict``: the answer, for instructors.
 """
 from .answers import AnswerFormatError, AnswerResult, grade_answer, score_rubric, solution

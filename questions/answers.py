@@ -25,11 +25,13 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from grader.i18n import T, entry, joined
+
 from . import expr
-from .messages import msg
+from .messages import CORRECT, INCORRECT, bank_text, number
 from .model import Question
 from .schema import LANGS
-from .variants import format_number, params_for, shown_options, substitute, token
+from .variants import params_for, shown_options, substitute, token
 
 
 class AnswerFormatError(ValueError):
@@ -41,12 +43,15 @@ class AnswerResult:
     correct: bool | None          # None: waiting for an instructor
     points: float
     max_points: float
-    feedback: str
+    feedback: str                 # English; a ``T`` carries its template for the reader's language
     details: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
+        """JSON-ready: ``feedback`` in English, ``feedback_i18n`` its template and arguments
+        (``grader.i18n.entry``), rendered in each reader's language by ``grader.i18n.render``."""
         return {"correct": self.correct, "points": self.points, "max_points": self.max_points,
-                "feedback": self.feedback, "details": self.details}
+                "feedback": str(self.feedback), "feedback_i18n": entry(self.feedback),
+                "details": self.details}
 
 
 _NUM = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
@@ -109,26 +114,28 @@ def numeric_answer(question: Question, env: dict) -> float:
     return float(expr.evaluate(question.data["answer"], env))
 
 
-def _option_feedback(question: Question, oid: str, env: dict, lang: str) -> str:
+def _option_feedback(question: Question, oid: str, env: dict):
     opt = next(o for o in question.data["options"] if o["id"] == oid)
-    return substitute(opt["feedback"][lang], env, lang)
+    return bank_text(opt["feedback"], env)
 
 
 def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
                  sandbox: str = "auto", params: dict | None = None) -> AnswerResult:
-    """Grade ``answer`` for the variant ``seed`` of ``question``; feedback in ``lang``.
+    """Grade ``answer`` for the variant ``seed`` of ``question``.
 
-    ``params`` overrides the variant's parameter values (used by validation).
+    ``lang`` is the language the answer was written in (how a number is read: 0,125 in
+    Russian); the feedback is a ``T`` rendered later in the reader's language, and the grade
+    never depends on it. ``params`` overrides the variant's parameter values (used by validation).
     """
     if lang not in LANGS:
         raise ValueError(f"unknown language {lang!r}; use one of {', '.join(LANGS)}")
     env = params_for(question, seed) if params is None else params
     kind, d, top = question.kind, question.data, question.points
-    explanation = substitute(d["explanation"][lang], env, lang) if d.get("explanation") else ""
+    explanation = bank_text(d["explanation"], env) if d.get("explanation") else ""
 
-    def result(fraction: float, correct, feedback: str, **details) -> AnswerResult:
+    def result(fraction: float, correct, feedback: T, **details) -> AnswerResult:
         if explanation and correct is not None:
-            feedback = f"{feedback}\n\n{explanation}"
+            feedback = joined([feedback, explanation], "\n\n")
         return AnswerResult(correct, round(top * fraction, 6), top, feedback, details)
 
     if kind in ("single", "multiple"):
@@ -137,8 +144,8 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
     if kind == "single":
         oid = _resolve_prefixed(question, seed, answer, "", ids)
         ok = next(o for o in shown if o["id"] == oid)["correct"]
-        head = msg("correct" if ok else "incorrect", lang)
-        return result(1.0 if ok else 0.0, ok, f"{head} {_option_feedback(question, oid, env, lang)}")
+        head = T(CORRECT if ok else INCORRECT)
+        return result(1.0 if ok else 0.0, ok, _verdict_and(head, _option_feedback(question, oid, env)))
     if kind == "multiple":
         if not isinstance(answer, (list, tuple, set)):
             raise AnswerFormatError("expected a list of option ids")
@@ -147,25 +154,26 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
         wrong = set(ids) - right
         fraction = max(0.0, len(chosen & right) / len(right) - len(chosen & wrong) / len(wrong))
         ok = chosen == right
-        lines = [msg("correct", lang) if ok else msg("incorrect", lang) if fraction == 0 else
-                 msg("partial", lang, got=len(chosen & right), total=len(right))]
-        lines += [_option_feedback(question, oid, env, lang) for oid in ids if oid in chosen]
+        lines = [T(CORRECT) if ok else T(INCORRECT) if fraction == 0 else
+                 T("Partly correct: {got} of {total}.", got=len(chosen & right), total=len(right))]
+        lines += [_option_feedback(question, oid, env) for oid in ids if oid in chosen]
         if right - chosen:
-            lines.append(msg("missed", lang, n=len(right - chosen)))
-        return result(fraction, ok, "\n".join(lines))
+            lines.append(T("You left out {n} correct option(s).", n=len(right - chosen)))
+        return result(fraction, ok, joined(lines, "\n"))
     if kind == "numeric":
         value, target = parse_number(answer, lang), numeric_answer(question, env)
         tol = d.get("tolerance", {"rel": 1e-9})
         if within(value, target, tol):
-            return result(1.0, True, msg("correct", lang), value=value)
+            return result(1.0, True, T(CORRECT), value=value)
         for mistake in d.get("mistakes") or []:
             if within(value, float(expr.evaluate(mistake["value"], env)), tol):
-                return result(0.0, False, f"{msg('incorrect', lang)} {substitute(mistake['feedback'][lang], env, lang)}",
+                return result(0.0, False, _verdict_and(T(INCORRECT), bank_text(mistake["feedback"], env)),
                               value=value)
         # no known mistake: say which way it is off; the explanation states the answer, so it goes
         # in ``details`` for the service to show once the question is final (quiz_policy.py)
-        hint = msg("numeric_high" if value > target else "numeric_low", lang, value=format_number(value, lang))
-        return AnswerResult(False, 0.0, top, hint, {"value": value, "explanation": explanation})
+        hint = T("Your value {value} is too large.", value=number(value)) if value > target else \
+            T("Your value {value} is too small.", value=number(value))
+        return AnswerResult(False, 0.0, top, hint, {"value": value, "explanation": entry(explanation)})
     if kind == "ordering":
         ids = [i["id"] for i in d["items"]]
         if not isinstance(answer, (list, tuple)) or len(answer) != len(ids):
@@ -175,7 +183,8 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
             raise AnswerFormatError("each item must appear exactly once")
         got = sum(a == b for a, b in zip(order, ids))
         ok = got == len(ids)
-        return result(got / len(ids), ok, msg("correct", lang) if ok else msg("positions", lang, got=got, total=len(ids)))
+        return result(got / len(ids), ok, T(CORRECT) if ok else
+                      T("{got} of {total} items are in the right place.", got=got, total=len(ids)))
     if kind == "matching":
         lefts = [p["id"] for p in d["pairs"]]
         rights = lefts + [x["id"] for x in d.get("distractors") or []]
@@ -187,21 +196,28 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
             chosen[lid] = _resolve_prefixed(question, seed, right, "r:", rights)
         got = sum(chosen.get(lid) == lid for lid in lefts)
         ok = got == len(lefts)
-        return result(got / len(lefts), ok, msg("correct", lang) if ok else msg("pairs", lang, got=got, total=len(lefts)))
+        return result(got / len(lefts), ok, T(CORRECT) if ok else
+                      T("{got} of {total} pairs are matched correctly.", got=got, total=len(lefts)))
     if kind == "code":
         from .codecheck import grade_code
         if not isinstance(answer, str):
             raise AnswerFormatError("expected Python source code as a string")
-        fraction, ok, feedback, details = grade_code(question, seed, answer, lang, sandbox=sandbox)
+        fraction, ok, feedback, details = grade_code(question, seed, answer, sandbox=sandbox)
         # the test calls' verdict without the explanation: what a quiz that still allows tries
         # may show (which call failed and why names no part of the solution)
-        return result(fraction, ok, feedback, **details, verdict=feedback)
+        return result(fraction, ok, feedback, **details, verdict=entry(feedback))
     if kind == "free_text":
         if not isinstance(answer, str) or not answer.strip():
             raise AnswerFormatError("expected a non-empty text")
-        return AnswerResult(None, 0.0, top, msg("pending", lang),
+        saved = T("Your answer is saved; an instructor will grade it against the rubric.")
+        return AnswerResult(None, 0.0, top, saved,
                             {"status": "pending", "rubric": [r["id"] for r in d["rubric"]]})
     raise AnswerFormatError(f"cannot grade a {kind} question")
+
+
+def _verdict_and(verdict: T, feedback) -> T:
+    # a template of its own: Chinese runs the two sentences together, without a space
+    return T("{verdict} {feedback}", verdict=verdict, feedback=feedback)
 
 
 def _resolve_prefixed(question: Question, seed: int, answer, prefix: str, ids: list[str]) -> str:
@@ -213,7 +229,7 @@ def _resolve_prefixed(question: Question, seed: int, answer, prefix: str, ids: l
     raise AnswerFormatError(f"{answer!r} is not one of this question's ids")
 
 
-def score_rubric(question: Question, awarded: list[str], lang: str = "en") -> AnswerResult:
+def score_rubric(question: Question, awarded: list[str]) -> AnswerResult:
     """The instructor's verdict on a free-text answer: the rubric points they ticked."""
     if question.kind != "free_text":
         raise ValueError(f"{question.id} is not a free-text question")
@@ -223,8 +239,8 @@ def score_rubric(question: Question, awarded: list[str], lang: str = "en") -> An
         raise AnswerFormatError(f"unknown rubric point(s): {', '.join(sorted(unknown))}")
     got = sum(points[r] for r in set(awarded))
     return AnswerResult(got >= question.points - 1e-9, got, question.points,
-                        msg("rubric", lang, got=format_number(got, lang),
-                            total=format_number(question.points, lang)),
+                        T("Graded by the instructor: {got} of {total} points.", got=number(got),
+                          total=number(question.points)),
                         {"status": "graded", "awarded": sorted(set(awarded))})
 
 

@@ -102,7 +102,10 @@ def show(question_id, directory, lang, student, show_answer, student_answer) -> 
             result = grade_answer(q, seed, answer, lang)
         except (AnswerFormatError, ValueError) as exc:
             raise click.ClickException(f"cannot grade that answer: {exc}") from None
-        click.echo("\n" + json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+        from grader.i18n import render as in_language
+        # the feedback in --lang (made in English; ``feedback_i18n`` is what a server stores)
+        shown = {**result.to_dict(), "feedback": in_language(result.feedback, lang)}
+        click.echo("\n" + json.dumps(shown, ensure_ascii=False, indent=2))
 
 
 @questions.command()

@@ -10,8 +10,9 @@ import math
 
 import torch
 
+from grader.i18n import T
+
 from . import references
-from .messages import msg
 from .model import Question
 from .variants import code_cases
 
@@ -62,18 +63,18 @@ def _finite_or_text(values):
     return values if math.isfinite(values) else str(values)
 
 
-def _compare(got: torch.Tensor, want: torch.Tensor, compare: dict, lang: str) -> str | None:
-    """None when ``got`` matches ``want``; otherwise why not, in ``lang``."""
+def _compare(got: torch.Tensor, want: torch.Tensor, compare: dict) -> T | None:
+    """None when ``got`` matches ``want``; otherwise why not."""
     if tuple(got.shape) != tuple(want.shape):
-        return msg("why_shape", lang, want=tuple(want.shape), got=tuple(got.shape))
+        return T("expected shape {want}, got {got}", want=tuple(want.shape), got=tuple(got.shape))
     exact = want.dtype in (torch.bool, torch.int64, torch.int32)
     if compare.get("dtype", exact) and got.dtype != want.dtype:
-        return msg("why_dtype", lang, want=str(want.dtype).replace("torch.", ""),
-                   got=str(got.dtype).replace("torch.", ""))
+        return T("expected dtype {want}, got {got}", want=str(want.dtype).replace("torch.", ""),
+                 got=str(got.dtype).replace("torch.", ""))
     if exact:
         wrong = (got.to(want.dtype) != want).sum().item()
         if wrong:
-            return msg("why_entries", lang, wrong=wrong, total=want.numel())
+            return T("{wrong} of {total} entries are wrong", wrong=wrong, total=want.numel())
         return None
     g, w = got.double(), want.double()
     if not torch.allclose(g, w, atol=compare.get("atol", 1e-5), rtol=compare.get("rtol", 1e-4)):
@@ -84,9 +85,12 @@ def _compare(got: torch.Tensor, want: torch.Tensor, compare: dict, lang: str) ->
             if stand_in.any() and (g[stand_in] <= -1e4).all() and torch.allclose(
                     g[~stand_in], w[~stand_in], atol=compare.get("atol", 1e-5), rtol=compare.get("rtol", 1e-4)):
                 # the -1e9 of many tutorials: right idea, but not what the task asks for
-                return msg("why_finite_mask", lang, value=f"{g[stand_in].max().item():.3g}")
+                return T("the hidden entries hold a large finite number ({value:.3g}) instead of −∞ "
+                         "(float('-inf')); a finite stand-in still gives them a tiny weight, and a row "
+                         "with every key hidden becomes a uniform average instead of having no valid key",
+                         value=g[stand_in].max().item())
             diff = float("inf")
-        return msg("why_values", lang, diff=f"{diff:.3g}")
+        return T("wrong values (largest difference {diff:.3g})", diff=diff)
     return None
 
 
@@ -103,21 +107,22 @@ def _mutated(args, after, params) -> list[str]:
     return changed
 
 
-def grade_code(question: Question, seed: int, source: str, lang: str = "en", *,
-               sandbox: str = "auto") -> tuple[float, bool, str, dict]:
-    """Returns (fraction of cases passed, all passed, feedback, details)."""
+def grade_code(question: Question, seed: int, source: str, *,
+               sandbox: str = "auto") -> tuple[float, bool, T, dict]:
+    """Returns (fraction of cases passed, all passed, feedback, details); the feedback is a ``T``
+    (English, rendered in the reader's language later), ``details`` JSON-ready."""
     from grader.sandbox import SandboxSession  # late: only code questions need the sandbox
 
     d = question.data
     function, reference = d["function"], references.REFERENCES[d["reference"]]
     compare = d.get("compare") or {}
     cases = code_cases(question, seed)
-    results, first_failure = [], None
+    results, first_failure, first_why = [], None, None
     with SandboxSession(source, function, level=sandbox) as session:
         loaded = session.load()
         if not loaded.ok:
             why = loaded.error.message if loaded.error else "unknown error"
-            return 0.0, False, msg("code_error", lang, why=why), {"cases": [], "error": why}
+            return 0.0, False, T("The code did not run: {why}", why=why), {"cases": [], "error": why}
         for args in cases:
             want = reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
             call = session.call(*args, echo=True)
@@ -125,15 +130,16 @@ def grade_code(question: Question, seed: int, source: str, lang: str = "en", *,
             if not call.ok:
                 why = f"{call.error.exc_type or call.error.kind}: {call.error.message}".strip()
             elif mutated:
-                why = msg("why_mutated", lang, names=", ".join(mutated))
+                why = T("it changed its input {names} in place", names=", ".join(mutated))
             elif call.output is None:
-                why = msg("why_type", lang, got=call.output_type or "None")
+                why = T("expected a tensor, got {got}", got=call.output_type or "None")
             else:
-                why = _compare(call.output, want, compare, lang)
+                why = _compare(call.output, want, compare)
             results.append(why is None)
             if why is not None and first_failure is None:
+                first_why = why
                 first_failure = {
-                    "call": _describe(function, args), "why": why,
+                    "call": _describe(function, args), "why": str(why),
                     "shapes": [list(a.shape) if isinstance(a, torch.Tensor) else repr(a) for a in args],
                     "expected": preview(want),
                     # what came back, as received and checked here; a crash returned nothing
@@ -141,8 +147,9 @@ def grade_code(question: Question, seed: int, source: str, lang: str = "en", *,
                 }
     passed = sum(results)
     if first_failure is None:
-        return 1.0, True, msg("code_pass", lang, total=len(results)), {"cases": results}
+        return 1.0, True, T("All {total} test calls return the expected result.", total=len(results)), \
+            {"cases": results}
     return (passed / len(results), False,
-            msg("code_fail", lang, got=passed, total=len(results), call=first_failure["call"],
-                why=first_failure["why"]),
+            T("{got} of {total} test calls pass. First failure, {call}: {why}", got=passed,
+              total=len(results), call=first_failure["call"], why=first_why),
             {"cases": results, "failure": first_failure})

@@ -150,7 +150,10 @@ def test_api_requests_are_rate_limited_per_token(service):
     codes = [client.get("/api/v1/tasks", headers=headers).status_code for _ in range(4)]
     assert codes == [200, 200, 200, 429]
     r = client.get("/api/v1/tasks", headers=headers)
-    assert "error" in r.get_json() and int(r.headers["Retry-After"]) > 0
+    assert r.get_json()["error"] == "rate limited: at most 3 requests per 60 s with this token"
+    headers["Accept-Language"] = "ru"  # a client that asks for Russian (the CLI's --lang does not)
+    assert "не больше 3 запросов за 60 с" in client.get("/api/v1/tasks", headers=headers).get_json()["error"]
+    assert int(r.headers["Retry-After"]) > 0
     other = {"Authorization": f"Bearer {service.people['bob']['token']}"}
     assert client.get("/api/v1/tasks", headers=other).status_code == 200
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from babel.messages.extract import extract_from_dir
+from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.mofile import read_mo
 from babel.messages.pofile import read_po
 
@@ -33,9 +34,13 @@ def _catalogue(lang: str):
 
 
 def _source_msgids() -> set[str]:
-    """What `make i18n` extracts from the grader's sources (babel-grader.cfg, its keywords)."""
+    """What `make i18n` extracts for the domain (babel-grader.cfg's sources: the grader's and
+    the quiz's, questions/; the Makefile's keywords)."""
     keywords = {"T": None, "N_": None, "_": None}
-    found = extract_from_dir(str(ROOT / "grader"), method_map=[("**.py", "python")], keywords=keywords)
+    with open(ROOT / "babel-grader.cfg", encoding="utf-8") as f:
+        method_map, options_map = parse_mapping_cfg(f)
+    assert ("questions/**.py", "python") in method_map  # the quiz's feedback is in this catalogue
+    found = extract_from_dir(str(ROOT), method_map=method_map, options_map=options_map, keywords=keywords)
     return {message for _, _, message, _, _ in found if message}
 
 
@@ -97,6 +102,20 @@ def test_numbers_of_any_library_keep_their_format_spec():
     text = T("{a:.2f} {b:.1f} {c:.3g} {d}", a=np.int64(3), b=np.float32(0.25), c=torch.tensor(1.23456), d=True)
     assert text == "3.00 0.2 1.23 True"
     assert json.loads(json.dumps(entry(text)))["a"] == {"a": 3, "b": 0.25, "c": 1.2345600128173828, "d": True}
+
+
+def test_quiz_feedback_keeps_the_authors_text_in_every_language():
+    from grader.i18n import Texts, joined
+    from questions.messages import number
+
+    option = Texts({"en": "Too small.", "ru": "Слишком мало.", "zh": "太小。"})
+    feedback = joined([T("Not correct."), option, T("Your value {value} is too large.", value=number(0.5))])
+    assert feedback == "Not correct. Too small. Your value 0.5 is too large."
+    stored = json.loads(json.dumps(entry(feedback)))
+    assert render(stored, "ru") == "Неверно. Слишком мало. Ваше значение 0,5 слишком велико."
+    assert render(stored, "zh") == "不正确。 太小。 你的数值 0.5 偏大。"
+    assert render(pickle.loads(pickle.dumps(feedback)), "zh") == render(stored, "zh")
+    assert render(joined(["{odd} braces", "kept"], "{}"), "ru") == "{odd} braces{}kept"
 
 
 def test_unknown_template_or_language_falls_back_to_english():

@@ -133,6 +133,9 @@ def test_sign_in_is_rate_limited(env):
     assert codes[:10] == [200] * 10  # the form again, with an error
     assert codes[10] == 429
     assert "Too many requests" in client.post("/sign-in", data={}).get_data(as_text=True)
+    client.get("/language/ru")
+    page = client.post("/sign-in", data={}).get_data(as_text=True)
+    assert "Не больше 10 попыток за 60 с с вашего адреса." in page and "per 1 minute" not in page
 
 
 def test_forms_need_a_csrf_token(tmp_path):

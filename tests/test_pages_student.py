@@ -131,6 +131,9 @@ def test_rate_limit_refusals_say_minutes(env, ada):
     page = _text(ada.post("/tasks/sdpa", data={"code": "a = 2\n"}).get_data(as_text=True))
     assert re.search(r"at most 1 submissions per 60 min for sdpa; try again in 60 min", page)
     assert " s for" not in page
+    ada.post("/language", data={"lang": "zh"})
+    page = _text(ada.post("/tasks/sdpa", data={"code": "a = 3\n"}).get_data(as_text=True))
+    assert "60 分钟" in page and "60 min" not in page
 
 
 def test_sign_up_says_a_short_password_once(env):

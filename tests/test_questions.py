@@ -6,6 +6,7 @@ import textwrap
 import pytest
 import yaml
 
+from grader.i18n import entry, render as in_language
 from questions import AnswerFormatError, grade_answer, load_bank, render, score_rubric, variant_seed
 from questions import expr
 from questions.answers import parse_number, solution
@@ -155,7 +156,16 @@ def test_single_choice_grading_with_tokens_and_feedback(bank):
     assert sum(r.correct for r in results) == 1
     assert all(r.feedback and r.max_points == q.points for r in results)
     wrong = next(r for r in results if not r.correct)
-    assert wrong.points == 0 and wrong.feedback.startswith("不正确")
+    # made in English, shown in the reader's language: the option's own feedback too
+    assert wrong.points == 0 and wrong.feedback.startswith("Not correct.")
+    stored = wrong.to_dict()["feedback_i18n"]
+    option = next(o for o in q.data["options"] if not o["correct"] and o["feedback"]["en"][:30] in wrong.feedback)
+    assert in_language(stored, "en") == wrong.feedback
+    for lang, verdict in (("ru", "Неверно."), ("zh", "不正确。")):
+        shown = in_language(stored, lang)
+        assert shown.startswith(verdict) and option["feedback"][lang].strip()[:20] in shown
+        assert "Not correct" not in shown and option["feedback"]["en"][:20] not in shown
+    assert entry(wrong.feedback) == stored
     with pytest.raises(AnswerFormatError):
         grade_answer(q, seed, "not-an-option")
 

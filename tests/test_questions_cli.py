@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
 from click.testing import CliRunner
 
 from grader.cli import main
+from grader.i18n import render as in_language
 from questions import grade_answer, load_bank, variant_seed
 
 
@@ -74,6 +76,7 @@ def test_show_renders_and_grades():
     code, out, _ = run("show", "per-head-scale", "--lang", "ru", "--student", "s1", "--grade", "8,0")
     assert code == 0
     assert "d_model" in out and '"max_points": 1.0' in out
+    assert re.search(r'"feedback": "[^"]*[а-яА-Я]', out)  # the feedback in --lang
     code, out, err = run("show", "no-such-question")
     assert code != 0 and "no question 'no-such-question'" in out + err
     code, out, err = run("show", "per-head-scale", "--grade", "eight")
@@ -101,7 +104,7 @@ def test_causal_mask_wrong_answer_explained(bank):
     transposed = "import torch\ndef causal_mask(L, S):\n    return torch.ones(S, L, dtype=torch.bool).tril().T\n"
     bad = grade_answer(q, seed, transposed, "ru")
     assert bad.correct is False and bad.points < q.points
-    assert "форма" in bad.feedback or "неверных" in bad.feedback
+    assert "форма" in in_language(bad.feedback, "ru") or "неверных" in in_language(bad.feedback, "ru")
 
 
 def test_code_that_does_not_load_or_raises(bank):

@@ -80,6 +80,13 @@ def test_waits_are_said_in_minutes_and_only_where_waiting_helps():
     assert too_large == "the file is 1048576 bytes; the limit is 65536 bytes"
     limited = _error_message(ApiError(429, "rate limited", "3198"), server)
     assert limited == "rate limited (try again in 54 min)"
+    # the units are the grader catalogue's: the CLI and the web's refusals say them in the reader's language
+    from grader.i18n import render
+    assert [render(wait_phrase(s), "ru") for s in (40, 3198, 7500)] == ["40 с", "54 мин", "2 ч 5 мин"]
+    assert render(wait_phrase(7200), "zh") == "2 小时"
+    assert _error_message(ApiError(429, "rate limited", "3198"), server, "zh") == "rate limited（请在 54 分钟 后重试）"
+    assert "создайте новый на http://grader.test/account" in _error_message(
+        ApiError(401, "invalid or revoked API token", "60"), server, "ru")
 
 
 def test_check_calls_an_empty_file_a_failure(tmp_path):

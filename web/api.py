@@ -8,10 +8,12 @@ from __future__ import annotations
 from functools import wraps
 
 from flask import Blueprint, Response, current_app, g, jsonify, request, url_for
+from flask_babel import gettext
 from werkzeug.exceptions import HTTPException
 
 from .auth import hash_token, user_for_token
 from .extensions import db_session, limiter, state, submit_code
+from .i18n import grader_text
 from .services import courses, scores, submissions, waiting
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -56,6 +58,11 @@ def _http_error(exc: HTTPException):
     if exc.code == 413:
         limit = current_app.config["MAX_SUBMISSION_BYTES"]
         message = f"request too large: submissions are limited to {limit} bytes"
+    rate = getattr(getattr(exc, "limit", None), "limit", None)  # Flask-Limiter's "3 per 1 minute"
+    if exc.code == 429 and rate is not None:
+        from grader.client import wait_phrase
+        message = gettext("rate limited: at most %(count)s requests per %(window)s with this token",
+                          count=rate.amount, window=grader_text(wait_phrase(rate.get_expiry())))
     response = error(message, exc.code or 500)
     if exc.code == 429 and exc.response is not None:  # Flask-Limiter's Retry-After etc.
         for name in ("Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining"):

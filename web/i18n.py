@@ -33,6 +33,15 @@ def interface_language() -> str:
     return lang if lang in LANGUAGES else DEFAULT_LANGUAGE
 
 
+def grader_text(text, stored=None) -> str:
+    """A grader message (a check's, a wait's units, quiz feedback: the grader's own catalogue,
+    grader/i18n.py) in this request's language, from its stored template when there is one."""
+    from flask_babel import get_locale
+
+    from grader.i18n import render
+    return render(stored or text, str(get_locale() or DEFAULT_LANGUAGE))
+
+
 def init_app(app: Flask) -> None:
     Babel(app, locale_selector=interface_language, default_locale=DEFAULT_LANGUAGE,
           default_translation_directories=str(TRANSLATIONS))

@@ -20,7 +20,7 @@ import html
 from lxml import etree
 
 from . import markdown_html, plain_decimal
-from ..messages import msg
+from ..messages import CORRECT, INCORRECT, PARTLY_CORRECT, in_language
 from ..variants import format_number
 
 
@@ -60,9 +60,9 @@ def _question(inst: dict):
         _plain(q, "single", "true" if kind == "single" else "false")
         _plain(q, "shuffleanswers", "true")
         _plain(q, "answernumbering", "abc")
-        _text(q, "correctfeedback", msg("correct", lang))
-        _text(q, "partiallycorrectfeedback", msg("partial_short", lang))
-        _text(q, "incorrectfeedback", msg("incorrect", lang))
+        _text(q, "correctfeedback", in_language(CORRECT, lang))
+        _text(q, "partiallycorrectfeedback", in_language(PARTLY_CORRECT, lang))
+        _text(q, "incorrectfeedback", in_language(INCORRECT, lang))
         etree.SubElement(q, "shownumcorrect")
         right = sum(o["correct"] for o in inst["options"])
         wrong = len(inst["options"]) - right

@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 import zipfile
 
 from . import markdown_html, plain_decimal
-from ..messages import msg
+from ..messages import DECIMAL_POINT, in_language
 
 QTI_NS = "http://www.imsglobal.org/xsd/imsqti_v2p1"
 QTI_XSD = "http://www.imsglobal.org/xsd/qti/qtiv2p1/imsqti_v2p1.xsd"
@@ -126,7 +126,7 @@ def build_item(inst: dict) -> ET.Element:
     body = _sub(item, "itemBody")
     _html_into(body, inst["prompt"])
     if kind == "numeric":
-        _sub(body, "p", text=msg("decimal_point", inst["lang"]))
+        _sub(body, "p", text=in_language(DECIMAL_POINT, inst["lang"]))
     if kind == "code":
         _sub(body, "pre", text=inst["template"].rstrip())
     _interaction(body, inst)

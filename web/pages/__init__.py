@@ -55,7 +55,7 @@ def _error_page(exc):
         429: gettext("Too many requests; wait a moment and try again."),
     }
     code = getattr(exc, "code", 500) or 500
-    detail = getattr(exc, "description", "") if code == 429 else ""
+    detail = _rate_limit_detail(exc) if code == 429 else ""
     if code == 413:
         limit = current_app.config["MAX_SUBMISSION_BYTES"]
         detail = gettext("Submissions are limited to %(limit)s bytes (%(kib)s KiB) of code; "
@@ -63,6 +63,17 @@ def _error_page(exc):
                          limit=limit, kib=limit // 1024)
     return render_template("error.html", code=code, message=messages.get(code, gettext("Error")),
                            detail=detail, user=current_user), code
+
+
+def _rate_limit_detail(exc) -> str:
+    """Flask-Limiter's limit ("10 per 1 minute", its ``description``) as a sentence of the page."""
+    from grader.client import wait_phrase
+
+    limit = getattr(getattr(exc, "limit", None), "limit", None)  # RateLimitExceeded's limits item
+    if limit is None:
+        return ""
+    return gettext("At most %(count)s attempts per %(window)s from your address.",
+                   count=limit.amount, window=helpers.grader_feedback(wait_phrase(limit.get_expiry())))
 
 
 def _csrf_error(exc: CSRFError):

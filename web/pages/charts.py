@@ -1,7 +1,9 @@
 """Pictures drawn with matplotlib as SVG: attention heatmaps, logit variance, score charts.
 
 ``matplotlib.figure.Figure`` is used directly (not pyplot), so drawing keeps no global
-state and is safe in the web server's threads.
+state and is safe in the web server's threads. Titles, axis labels and legends are the
+page's language (Flask-Babel's ``gettext`` at drawing time, so a caller may draw in another
+language inside ``flask_babel.force_locale``).
 """
 from __future__ import annotations
 
@@ -9,14 +11,30 @@ import io
 import math
 
 import matplotlib
+from flask_babel import format_decimal, gettext as _
 
 matplotlib.use("Agg")
+from matplotlib import font_manager  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: smaller and crisp
-matplotlib.rcParams["font.family"] = "sans-serif"
+
+# Latin and Cyrillic from DejaVu, Chinese from Noto CJK (scripts/system-deps.sh installs both):
+# matplotlib falls back glyph by glyph through this list when it measures the layout, and the
+# SVG names the same families for the browser, which draws the text. Only installed families
+# are listed (an absent one would be warned about at every drawing).
+FONT_FAMILIES = ("DejaVu Sans", "Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans CJK TC",
+                 "WenQuanYi Zen Hei", "Droid Sans Fallback")
+
+
+def installed_font_families(wanted=FONT_FAMILIES) -> list[str]:
+    present = {font.name for font in font_manager.fontManager.ttflist}
+    return [family for family in wanted if family in present] + ["sans-serif"]
+
+
+matplotlib.rcParams["font.family"] = installed_font_families()
 
 PASS_COLOUR, FAIL_COLOUR, ACCENT = "#2e7d32", "#c62828", "#3559c7"
 
@@ -34,8 +52,6 @@ def _matrix(rows) -> list[list[float]]:
 
 
 NAN_COLOUR = "#d81b60"  # outside viridis, so a NaN cell cannot pass for a weight
-# heatmap() in grader/checks/base.py keeps the first element of every leading dimension
-SLICE_NAME = "batch 0, head 0"
 
 
 def _integer_ticks(ax) -> None:
@@ -46,10 +62,11 @@ def _integer_ticks(ax) -> None:
 def weights_heatmaps(submission, reference=None) -> bytes:
     """The submission's attention weights beside the reference's, on one 0–1 colour scale;
     NaN cells are crossed out in a colour of their own, with a legend entry."""
-    panels = [("your weights", submission)] + ([("reference", reference)] if reference else [])
+    panels = [(_("your weights"), submission)] + ([(_("reference"), reference)] if reference else [])
     fig = Figure(figsize=(3.4 * len(panels) + 1.0, 3.9), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad=NAN_COLOUR)
+    slice_name = _("batch 0, head 0")  # heatmap() in grader/checks/base.py: the first of each
     image, any_nan = None, False
     for i, (ax, (title, rows)) in enumerate(zip(axes, panels)):
         matrix = _matrix(rows)
@@ -60,14 +77,14 @@ def weights_heatmaps(submission, reference=None) -> bytes:
                 if math.isnan(value):
                     any_nan = True
                     ax.text(c, r, "×", ha="center", va="center", color="white", fontsize=8)
-        ax.set_title(f"{title}\n({SLICE_NAME})", fontsize=10)
-        ax.set_xlabel("key position")
+        ax.set_title(f"{title}\n({slice_name})", fontsize=10)
+        ax.set_xlabel(_("key position"))
         if i == 0:  # one y label: the second panel's would sit on the first's picture
-            ax.set_ylabel("query position")
+            ax.set_ylabel(_("query position"))
         _integer_ticks(ax)
-    fig.colorbar(image, ax=list(axes), shrink=0.85, label="weight")
+    fig.colorbar(image, ax=list(axes), shrink=0.85, label=_("weight"))
     if any_nan:
-        fig.legend(handles=[Patch(facecolor=NAN_COLOUR, label="× NaN (not a number)")],
+        fig.legend(handles=[Patch(facecolor=NAN_COLOUR, label=_("× NaN (not a number)"))],
                    loc="outside lower center", frameon=False, fontsize=9)
     return _svg(fig)
 
@@ -82,24 +99,24 @@ def variance_plot(table: list[dict]) -> bytes:
     ax = fig.subplots()
     if len(rows) == 1:
         # One d_k (the scale= argument check): two labelled markers, not a lone dot.
-        ax.scatter([0], yours, s=60, color=FAIL_COLOUR, label="your logits", zorder=3)
+        ax.scatter([0], yours, s=60, color=FAIL_COLOUR, label=_("your logits"), zorder=3)
         ax.scatter([1], expected, s=60, color=PASS_COLOUR, marker="D",
-                   label="expected with the scale given", zorder=3)
+                   label=_("expected with the scale given"), zorder=3)
         for x, y in ((0, yours[0]), (1, expected[0])):
             ax.annotate(f"{y:.3g}", (x, y), textcoords="offset points", xytext=(10, 0),
                         va="center", fontsize=9)
         ax.set_xlim(-0.6, 1.8)
-        ax.set_xticks([0, 1], ["yours", "expected"])
+        ax.set_xticks([0, 1], [_("yours"), _("expected")])
         ax.set_xlabel(f"d_k = {dks[0]}")
     else:
-        ax.plot(dks, yours, "o-", color=FAIL_COLOUR, label="your logits")
-        ax.plot(dks, expected, "--", color=PASS_COLOUR, label="expected (1/√d_k scaling)")
+        ax.plot(dks, yours, "o-", color=FAIL_COLOUR, label=_("your logits"))
+        ax.plot(dks, expected, "--", color=PASS_COLOUR, label=_("expected (1/√d_k scaling)"))
         ax.set_xscale("log", base=2)
         ax.set_xticks(dks, [str(d) for d in dks])
         ax.set_xlabel("d_k")
     if max(yours) > 20 * max(expected) or min(yours) * 20 < min(expected):
         ax.set_yscale("log")
-    ax.set_ylabel("variance of the logits")
+    ax.set_ylabel(_("variance of the logits"))
     ax.grid(alpha=0.3)
     fig.legend(loc="outside lower center", ncols=2, frameon=False, fontsize=9)
     return _svg(fig)
@@ -112,13 +129,13 @@ def score_histogram(scores: list[float], top: float | None, title: str = "") -> 
     bins = [upper * i / 10 for i in range(11)]
     ax.hist(scores, bins=bins, color=ACCENT, edgecolor="white")
     ax.set_xlim(0, upper)
-    ax.set_xlabel("best score" + (f" (of {upper:g})" if top else ""))
-    ax.set_ylabel("students")
+    ax.set_xlabel(_("best score (of %(top)s)", top=format_decimal(upper)) if top else _("best score"))
+    ax.set_ylabel(_("students"))
     ax.yaxis.get_major_locator().set_params(integer=True)
     if title:
         ax.set_title(title, fontsize=11)
     if not scores:
-        ax.text(0.5, 0.5, "no graded work yet", transform=ax.transAxes, ha="center", color="#666")
+        ax.text(0.5, 0.5, _("no graded work yet"), transform=ax.transAxes, ha="center", color="#666")
         ax.set_ylim(0, 1)  # not matplotlib's empty ±0.04: no count below zero
         ax.set_yticks([0, 1])
     return _svg(fig)
@@ -130,12 +147,12 @@ def failure_bars(rates: list[dict]) -> bytes:
     fig = Figure(figsize=(7.0, 0.3 * max(len(rows), 3) + 0.9))
     ax = fig.subplots()
     if not rows:
-        ax.text(0.5, 0.5, "no check has failed yet", transform=ax.transAxes, ha="center",
+        ax.text(0.5, 0.5, _("no check has failed yet"), transform=ax.transAxes, ha="center",
                 color="#666")
     ax.barh([r["check_id"] for r in rows], [100 * r["latest_rate"] for r in rows],
             color=FAIL_COLOUR)
     ax.set_xlim(0, 100)
-    ax.set_xlabel("% of students whose latest submission fails it")
+    ax.set_xlabel(_("students whose latest submission fails it (%)"))
     ax.tick_params(axis="y", labelsize=8)
     ax.grid(axis="x", alpha=0.3)
     return _svg(fig)

@@ -5,8 +5,9 @@ import difflib
 from datetime import datetime
 from functools import wraps
 
+from babel.numbers import format_percent as cldr_percent
 from flask import abort
-from flask_babel import format_decimal, format_percent as babel_percent
+from flask_babel import format_decimal, format_percent as babel_percent, get_locale
 from markdown_it import MarkdownIt
 from flask_login import current_user, login_required
 from markupsafe import Markup
@@ -16,7 +17,7 @@ from pygments.lexers import DiffLexer, PythonLexer, TextLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
 from ..extensions import db_session
-from ..i18n import LANGUAGES, interface_language  # noqa: F401  (the views import them from here)
+from ..i18n import LANGUAGES, grader_text, interface_language  # noqa: F401  (the views import them from here)
 from ..models import utcnow
 
 PYGMENTS_STYLE = "friendly"
@@ -43,10 +44,7 @@ def grader_feedback(text, stored=None) -> str:
     """A grader message (a check's, the cause summary, a bug's sentence) in the page's language:
     from its stored template and arguments when the report has them (``stored``), else looked up
     by its English text (grader/i18n.py; its own catalogue, domain ``grader``)."""
-    from flask_babel import get_locale
-
-    from grader.i18n import render
-    return render(stored or text, str(get_locale() or "en"))
+    return grader_text(text, stored)
 
 
 def grader_skip_reason(text, stored=None) -> str:
@@ -76,8 +74,15 @@ def format_score(value, top=None) -> str:
     return f"{text} / {format_points(top)}" if top is not None else text
 
 
-def format_percent(value) -> str:
-    return "—" if value is None else babel_percent(value, format="#,##0%")
+def format_percent(value, decimals: int = 0) -> str:
+    """A share as a percentage: 73%; with ``decimals``, in the page language's own pattern
+    and at most that many decimals (13.3%, 13,3 % in Russian, 40% not 40.0%)."""
+    if value is None:
+        return "—"
+    if decimals:
+        return cldr_percent(round(value, 2 + decimals), locale=get_locale() or "en",
+                            decimal_quantization=False)
+    return babel_percent(value, format="#,##0%")
 
 
 def format_seconds(value) -> str:

@@ -304,7 +304,7 @@ def grade_answer(answer_id: int):
     comment = (form.comment.data or "").strip()
     try:
         if question.kind == "free_text":
-            verdict = score_rubric(question, form.rubric.data or [], answer.attempt.lang)
+            verdict = score_rubric(question, form.rubric.data or [])
             points, details = verdict.points, verdict.details
         elif form.points.data is None:
             raise quizzes.QuizError(gettext("give the points (0 to %(max)s)", max=format(answer.max_points, "g")))

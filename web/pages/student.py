@@ -3,14 +3,15 @@ from __future__ import annotations
 
 from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redirect,
                    render_template, request, url_for)
-from flask_babel import gettext
+from flask_babel import force_locale, gettext
 from flask_login import current_user, login_required
 
 from ..extensions import state, submit_code
 from ..services import courses, grading, progress, submissions, waiting
 from . import charts
 from .forms import ActionForm, SubmissionForm
-from .helpers import code_diff, db, highlight_python, pygments_css, render_markdown, side_by_side
+from .helpers import (LANGUAGES, code_diff, db, highlight_python, interface_language, pygments_css,
+                      render_markdown, side_by_side)
 from .results import describe_checks
 
 bp = Blueprint("student", __name__)
@@ -165,15 +166,19 @@ def check_plot(submission_id: int, position: int, plot: str):
     if position >= len(view["checks"]):
         abort(404)
     details = view["checks"][position].get("details") or {}
-    if plot == "weights" and isinstance(details.get("weights_submission"), list):
-        svg = charts.weights_heatmaps(details["weights_submission"],
-                                      details.get("weights_reference"))
-    elif plot == "variance" and details.get("variance_by_dk"):
-        svg = charts.variance_plot(details["variance_by_dk"])
-    else:
-        abort(404)
+    # drawn in the language the page names in the URL: the browser caches the picture by its
+    # URL, so a page in another language asks for (and caches) its own
+    lang = request.args.get("lang") if request.args.get("lang") in LANGUAGES else interface_language()
+    with force_locale(lang):
+        if plot == "weights" and isinstance(details.get("weights_submission"), list):
+            svg = charts.weights_heatmaps(details["weights_submission"],
+                                          details.get("weights_reference"))
+        elif plot == "variance" and details.get("variance_by_dk"):
+            svg = charts.variance_plot(details["variance_by_dk"])
+        else:
+            abort(404)
     return Response(svg, mimetype="image/svg+xml",
-                    headers={"Cache-Control": "private, max-age=3600"})
+                    headers={"Cache-Control": "private, max-age=3600", "Content-Language": lang})
 
 
 @bp.get("/pygments.css")

@@ -19,8 +19,12 @@ from __future__ import annotations
 
 import math
 
-from flask_babel import gettext
+from flask_babel import get_locale, gettext
 
+from grader.i18n import T, entry, render
+from questions import messages
+
+from ..i18n import DEFAULT_LANGUAGE
 from ..models import Assignment, QuizAnswer, QuizAttempt, QuizTry, utcnow
 
 MIN_TRY_PENALTY = 0.05  # at most 20 tries: below this, options could be tried for free
@@ -91,7 +95,8 @@ def apply_result(attempt: QuizAttempt, row: QuizAnswer, tried: QuizTry, result: 
     tried.max_points = top
     tried.points = round(earned * multiplier(assignment, wrong_before), 6) \
         if tried.correct is not None else 0.0
-    tried.feedback, tried.details = str(result.get("feedback") or ""), result.get("details")
+    tried.feedback = str(result.get("feedback") or "")
+    tried.details = _with_template(result.get("details"), result.get("feedback_i18n"))
     row.max_points = top
     row.correct, row.feedback, row.details = tried.correct, tried.feedback, tried.details
     row.points = max((t.points for t in graded_tries(row)), default=0.0)
@@ -122,31 +127,62 @@ def fail_try(tried: QuizTry, reason: str, now=None) -> None:
     row = tried.quiz_answer
     attempt = row.attempt
     tried.status, tried.error, tried.graded_at = "failed", reason, now or utcnow()
-    tried.feedback = f"Not graded: {reason}."
+    # stored in English with their templates, shown in the reader's language like all feedback
+    _set_feedback(tried, messages.not_graded(reason))
     if attempt.status == "submitted":
         row.state, row.correct = "final", None
-        row.feedback = f"Not graded automatically ({reason}); your instructor will grade it."
+        _set_feedback(row, messages.not_graded_for_instructor(reason))
     else:
         row.state = "open"
-        row.feedback = f"Not graded ({reason}). Your answer is kept; send it again."
+        _set_feedback(row, messages.not_graded_kept(reason))
     total(attempt)
+
+
+def _with_template(details, template):
+    """``details`` with the feedback's template (``feedback_i18n``) beside the answer's own facts."""
+    if template is None or isinstance(template, str):  # plain text: nothing to keep
+        return details
+    return {**(details if isinstance(details, dict) else {}), "feedback_i18n": template}
+
+
+def _set_feedback(row: QuizAnswer | QuizTry, text: T) -> None:
+    row.feedback = str(text)
+    row.details = _with_template(row.details, entry(text))
+
+
+def feedback_in(row: QuizAnswer | QuizTry, lang: str | None) -> str:
+    """An answer's (or try's) stored feedback in ``lang``: from its template while the template
+    is still of that very text (an instructor's comment replaces the text and is shown as
+    written); feedback stored before templates were, or a comment, is looked up whole."""
+    details = row.details if isinstance(row.details, dict) else {}
+    template = details.get("feedback_i18n")
+    if template and render(template, "en") == (row.feedback or ""):
+        return render(template, lang)
+    return render(row.feedback or "", lang)
+
+
+def _page_language() -> str:
+    return str(get_locale() or DEFAULT_LANGUAGE)
 
 
 def visible_feedback(attempt: QuizAttempt, row: QuizAnswer) -> str:
     """The feedback a student may see now: all of it once final, else only the verdict."""
     if row.state == "pending":
         return gettext("Being graded by the grading workers…")
+    lang = _page_language()
+    details = row.details if isinstance(row.details, dict) else {}
     if row.state == "final" or attempt.status == "submitted" or row.correct is None:
-        held_back = (row.details or {}).get("explanation")  # worked solution, shown once final
-        if held_back and held_back not in (row.feedback or "") and row.correct is not None:
-            return f"{row.feedback}\n\n{held_back}"
-        return row.feedback
+        feedback = feedback_in(row, lang)
+        held_back = render(details.get("explanation"), lang)  # worked solution, shown once final
+        if held_back and held_back not in feedback and row.correct is not None:
+            return f"{feedback}\n\n{held_back}"
+        return feedback
     summary = try_summary(attempt, row)
     verdict = gettext("Partly right.") if row.points > 0 else gettext("Not right yet.")
     shown = verdict + " " + gettext(
         "Try %(used)s of %(allowed)s; a right answer now earns up to %(share)s of the points.",
         used=summary["used"], allowed=summary["allowed"], share=format(summary["next_share"], ".0%"))
-    calls = (row.details or {}).get("verdict")  # code: which test call failed, and how
+    calls = render(details.get("verdict"), lang)  # code: which test call failed, and how
     return f"{shown} {calls}" if calls else shown
 
 

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from grader.client import wait_phrase
 from grader.notebook import CellMap, NotebookError, annotate_check, is_notebook, notebook_script
 
+from ..i18n import grader_text
 from ..models import Assignment, GradingJob, Submission, User, utcnow
 from .extensions import limits_for
 
@@ -114,8 +115,8 @@ def _check_window(session: Session, user: User, assignment: Assignment, now: dat
         wait = max(1, math.ceil((oldest + timedelta(seconds=seconds) - now).total_seconds()))
         raise SubmissionRejected(
             gettext("rate limited: at most %(count)s submissions per %(window)s for %(slug)s; "
-                    "try again in %(wait)s", count=count, window=wait_phrase(seconds),
-                    slug=assignment.slug, wait=wait_phrase(wait)), 429, retry_after=wait)
+                    "try again in %(wait)s", count=count, window=grader_text(wait_phrase(seconds)),
+                    slug=assignment.slug, wait=grader_text(wait_phrase(wait))), 429, retry_after=wait)
 
 
 def submit(session: Session, user: User, assignment: Assignment, code: str | bytes, *,
