@@ -40,7 +40,7 @@ i18n: install
 	$(VENV)/bin/pybabel compile -d web/translations --statistics
 	$(VENV)/bin/pybabel extract -F babel-grader.cfg -k T -k N_ -k _ -o grader/translations/grader.pot \
 	  --no-location --sort-output --project attn-grader .
-	$(VENV)/bin/pybabel update -D grader -i grader/translations/grader.pot -d grader/translations --ignore-obsolete
+	$(VENV)/bin/pybabel update --no-fuzzy-matching -D grader -i grader/translations/grader.pot -d grader/translations --ignore-obsolete
 	$(VENV)/bin/pybabel compile -D grader -d grader/translations --statistics
 
 install: $(VENV)/.installed

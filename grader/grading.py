@@ -208,8 +208,8 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
                 msg = T("importing your file took too long ({message}): move slow work out of module level",
                         message=err.message)
             else:
-                msg = T("importing your file failed: {error}",
-                        error=f"{err.exc_type + ': ' if err.exc_type else ''}{err.message}")
+                error = (err.exc_type + ": " if err.exc_type else "") + err.message
+                msg = T("importing your file failed: {error}", error=error)
             return _finish(report, session, fail_load("load.import", msg, {"traceback": clean_traceback(err.traceback)}))
         add("load.import", True, T("the file imports and defines {function}()", function=t.function))
         problem = _signature_problem(t, loaded.params)
