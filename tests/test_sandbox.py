@@ -278,6 +278,35 @@ def test_prewarmed_workers_are_single_use(monkeypatch):
     assert nothing_left()
 
 
+@needs_strict
+def test_a_prewarmed_child_is_ready_before_the_next_submission_arrives(monkeypatch):
+    """The service's workers: the child a submission gets was walled in while nothing waited."""
+    monkeypatch.setenv("ATTN_GRADER_SANDBOX_PREWARM", "1")
+    try:
+        with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+            assert s.call(*_qkv()).ok
+        pool = s.backend.pool
+        deadline = time.monotonic() + 30
+        while not pool.ready and time.monotonic() < deadline:  # refilled in the background
+            time.sleep(0.05)
+        (waiting,) = pool.ready
+        # It finishes walling itself in with no submission in sight (nothing here asks it to).
+        assert waiting.wait_ready(30) is None and waiting.ready
+        spawned = []
+        monkeypatch.setattr(pool, "_spawn", lambda: spawned.append(1) or forkserver.StrictChild(
+            forkserver.get_zygote(pool.wall, pool.gpu, pool.limits), pool.limits, pool.device, None,
+            warm=True))
+        q, k, v = _qkv(1)
+        with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+            r = s.call(q, k, v)
+            assert s.child is waiting and r.ok
+            assert torch.allclose(r.output, _expected(q, k, v), atol=1e-6)
+        assert spawned in ([], [1])  # at most the refill for the submission after this one
+    finally:
+        forkserver.shutdown()
+    assert nothing_left()
+
+
 @pytest.mark.gpu
 @needs_strict
 def test_gpu_worker_runs_on_cuda():

@@ -30,6 +30,8 @@ SETTINGS: dict[str, tuple[type, object, str]] = {
     "RATELIMIT_STORAGE_URI": (str, "memory://", "Flask-Limiter storage (redis://... at scale)"),
     "API_RATE_LIMIT": (str, "120 per minute", "per-token limit on every /api/v1 request"),
     "SANDBOX": (str, "auto", "sandbox level workers pass to grade_source: auto, strict, none"),
+    "SANDBOX_PREWARM": (bool, True, "each grading worker keeps one sandboxed child forked, walled "
+                        "in and waiting, so a submission does not wait for its sandbox's set-up"),
     "GRADE_FUNCTION": (str, "grader.grading:grade_source", "module:function that grades code"),
     "QUIZ_GRADE_FUNCTION": (str, "web.services.quiz_grading:grade_code_try",
                             "module:function the workers grade quiz code answers with"),
