@@ -83,7 +83,8 @@ def wall(cmd: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def start_service(tmp: Path, workers: int, port: int):
+def start_service(tmp: Path, workers: int, port: int, settings: dict | None = None):
+    """``serve`` on a fresh SQLite database; ``settings``: more ATTN_GRADER_* variables."""
     from service_throughput import http_json, prepare
 
     url = f"sqlite:///{tmp / 'bench.db'}"
@@ -91,7 +92,7 @@ def start_service(tmp: Path, workers: int, port: int):
     env.update(ATTN_GRADER_DATABASE_URL=url, ATTN_GRADER_INSTANCE_PATH=str(tmp),
                ATTN_GRADER_SEED_DEMO="false", ATTN_GRADER_API_RATE_LIMIT="100000 per minute",
                ATTN_GRADER_PAGES="false", ATTN_GRADER_LOG_LEVEL="WARNING",
-               ATTN_GRADER_WAITING_REQUESTS="32")
+               ATTN_GRADER_WAITING_REQUESTS="32", **(settings or {}))
     os.environ.update({k: v for k, v in env.items() if k.startswith("ATTN_GRADER_")})
     token = prepare(url)
     proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "serve", "--port", str(port),

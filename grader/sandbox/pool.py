@@ -63,7 +63,8 @@ class WarmPool:
                     if attempt:
                         raise
                     continue  # get_zygote starts a fresh one on the next attempt
-            threading.Thread(target=self.refill, daemon=True).start()
+            if self.gpu:  # CUDA's start takes seconds: begin the next worker's alongside this run
+                threading.Thread(target=self.refill, daemon=True).start()
             try:
                 error = child.wait_ready(timeout)
                 if error is None:
@@ -115,6 +116,12 @@ class ZygoteBackend:
         self.pool = None
         if self.gpu or os.environ.get("ATTN_GRADER_SANDBOX_PREWARM") == "1":
             self.pool = warm_pool(wall, self.gpu, limits, device)
+            threading.Thread(target=self.pool.refill, daemon=True).start()
+
+    def session_closed(self) -> None:
+        """A session ended: on CPU the next pre-warmed child is forked now, not while that
+        session's checks ran (setting a child up took CPU from the grading it overlapped)."""
+        if self.pool is not None and not self.gpu:
             threading.Thread(target=self.pool.refill, daemon=True).start()
 
     def spawn(self, submission_dir: str) -> StrictChild:
