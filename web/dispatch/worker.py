@@ -44,8 +44,8 @@ PREWARM_VARIABLE = "ATTN_GRADER_SANDBOX_PREWARM"  # the grader's switch (grader/
 
 def apply_sandbox_prewarm(enabled: bool) -> None:
     """Let the grader's sandbox hand each submission a child forked and walled in before it
-    arrived (and fork the next one while it is graded), instead of setting one up after the
-    claim: the same isolation, single use, off the submission's clock. The grader reads its
+    arrived (the next one is forked when that grading ends), instead of setting one up after
+    the claim: the same isolation, single use, off the submission's clock. The grader reads its
     switch from the environment (it knows nothing of this service's configuration)."""
     os.environ[PREWARM_VARIABLE] = "1" if enabled else "0"
 
