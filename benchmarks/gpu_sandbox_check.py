@@ -18,7 +18,7 @@ Steps, each a PASS/FAIL line:
   close) next to a fresh ``python -c "import torch; torch.cuda.init()"``.
 
 Without CUDA it says so and runs the same steps on the CPU through pre-warmed workers
-(``ATTN_GRADER_SANDBOX_PREWARM=1``), so the script itself can be smoke-tested anywhere.
+(``grader.sandbox.pool.prewarm_cpu``), so the script itself can be smoke-tested anywhere.
 Writes ``gpu_sandbox_check.json`` to ``--out`` or ``$OUT``; exits 1 when a step fails.
 """
 from __future__ import annotations
@@ -80,7 +80,8 @@ def main() -> int:
     device = args.device if torch.cuda.is_available() else "cpu"
     if device == "cpu":
         print("no CUDA device: running the steps on the CPU through pre-warmed workers (smoke test)")
-        os.environ["ATTN_GRADER_SANDBOX_PREWARM"] = "1"
+        from grader.sandbox.pool import prewarm_cpu
+        prewarm_cpu(True)
     limits = Limits(wall_seconds=30, call_seconds=10, load_seconds=60, cpu_seconds=30)
     results, ok = {}, True
     g = torch.Generator().manual_seed(0)

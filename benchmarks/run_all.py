@@ -3,7 +3,8 @@
     python benchmarks/run_all.py            # issue 14's table, CLI, sandbox, service (about 4 minutes)
     python benchmarks/run_all.py --full     # the table with its 150-submission burst (also on
                                             # gunicorn + PostgreSQL + Redis), the
-                                            # 200-submission burst and the load test
+                                            # 200-submission burst, the load test and
+                                            # the idle row's A/B (idle_latency.py)
 
 Every script prints its own table; this runner only chooses sizes that fit a laptop and
 stops at the first script that fails. The GPU checks (gpu_check.py, gpu_sandbox_check.py)
@@ -30,6 +31,8 @@ FULL = [
     ["grading_limits.py", "--count", "150", "--clients", "10", "--repeat", "5", "--scaled"],
     ["service_throughput.py", "--count", "200", "--clients", "20"],
     ["load.py", "--setup", "serve", "--students", "20", "--duration", "45"],
+    # The idle row, with and without the workers' pre-warmed sandbox children, interleaved.
+    ["idle_latency.py", "--rounds", "4", "--per-round", "8"],
 ]
 
 

@@ -10,7 +10,7 @@ Rows, all measured in this one run (medians, with min and max):
   close: forking, namespaces, root, cgroup, seccomp and teardown; the per-submission
   overhead the issue targets (< 100 ms).
 - ``sandbox only (strict, pre-warmed worker)``: the same through a worker forked and walled in
-  before the submission arrived (the GPU path; ``ATTN_GRADER_SANDBOX_PREWARM=1`` on CPU).
+  before the submission arrived (the GPU path; on CPU as in a grading worker).
 - ``sandbox only (plain subprocess)``: the same through a fresh interpreter (``none``).
 - ``grade sdpa, strict (warm)``: the full ``grade_source`` of a correct submission through
   the warm zygote.
@@ -57,7 +57,7 @@ def main() -> int:
 
     import torch
     from grader.grading import grade_source
-    from grader.sandbox import SandboxSession
+    from grader.sandbox import SandboxSession, pool
     from grader.sandbox.wall import strict_problems
 
     problems = strict_problems()
@@ -87,10 +87,10 @@ def main() -> int:
     rows['python -c "import torch"'] = measure(
         lambda: subprocess.run([sys.executable, "-c", "import torch"], check=True), args.n)
     rows["sandbox only (strict, warm zygote)"] = measure(sandbox_only("strict"), args.n)
-    os.environ["ATTN_GRADER_SANDBOX_PREWARM"] = "1"
+    pool.prewarm_cpu(True)  # as a grading worker does (SANDBOX_PREWARM)
     sandbox_only("strict")()  # starts the pool
     rows["sandbox only (strict, pre-warmed worker)"] = measure(sandbox_only("strict"), args.n, pause=0.3)
-    del os.environ["ATTN_GRADER_SANDBOX_PREWARM"]
+    pool.prewarm_cpu(False)
     rows["sandbox only (plain fresh subprocess)"] = measure(sandbox_only("none"), args.n)
     checks = []
     rows["grade sdpa, strict (warm zygote)"] = measure(grade("strict", checks), args.n)

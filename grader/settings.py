@@ -125,6 +125,9 @@ SETTINGS: tuple[Setting, ...] = (
     _S("WORKERS", int, 2, "grading worker processes started by `serve`", "workers"),
     _S("SANDBOX", str, "auto", "sandbox level the workers grade with: `auto`, `strict` (refuses to start "
        "without every layer), `none`", "workers", choices=("auto", "strict", "none")),
+    _S("SANDBOX_PREWARM", bool, True, "each grading worker keeps one sandboxed child forked, walled in "
+       "and waiting (single use, the same isolation), so a submission does not wait for its "
+       "sandbox's set-up; `false`: it is set up after the claim (GPU runs always pre-warm)", "workers"),
     _S("GRADE_FUNCTION", str, "grader.grading:grade_source", "`module:function` the workers grade with",
        "workers"),
     _S("QUIZ_GRADE_FUNCTION", str, "web.services.quiz_grading:grade_code_try",
@@ -185,10 +188,8 @@ SETTINGS: tuple[Setting, ...] = (
     _S("SANDBOX_SECCOMP", str, "allow-list", "the system-call filter: `allow-list`, `deny-list` (GPU runs "
        "use it until CUDA's calls are measured) or `log` (measuring the list, never for grading)",
        "sandbox", choices=("allow-list", "deny-list", "log")),
-    _S("SANDBOX_WARM_WORKERS", int, 1, "pre-started single-use children kept per pool (GPU runs, or "
-       "with `SANDBOX_PREWARM`)", "sandbox"),
-    _S("SANDBOX_PREWARM", bool, False, "CPU runs too take their children from a pre-warmed pool "
-       "(GPU runs always do)", "sandbox"),
+    _S("SANDBOX_WARM_WORKERS", int, 1, "pre-started single-use children kept per pool (GPU runs, and "
+       "CPU runs in grading workers with `SANDBOX_PREWARM`)", "sandbox"),
     _S("BWRAP", str, None, "the bubblewrap binary of the sandbox's outer wall", "sandbox",
        shown="`bwrap` on the PATH"),
     # -- the student's command line

@@ -3,9 +3,10 @@
 The fake grader (``fake_grade``) reads instructions from the submitted code so one test can
 ask for a slow grade, a grader crash or a given score:
 ``# SCORE=7`` (out of 10), ``# SLEEP=2.5`` (seconds), ``# GRADER_ERROR`` (raise).
-With ``ATTN_TEST_GRADE_LOG`` set, every grading start and end is appended to that file as
-``start <pid> <code-id>`` / ``end <pid> <code-id>``, which is how tests count runs across
-worker processes.
+With ``ATTN_TEST_GRADE_LOG`` set, every grading start and end of code tagged ``# ID=<code-id>``
+is appended to that file as ``start <pid> <code-id>`` / ``end <pid> <code-id>``, which is how
+tests count runs across worker processes (untagged code, such as the reference implementation
+each worker grades once to warm up before its first claim, is not logged).
 """
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ FAKE_GRADER = "service_support:fake_grade"
 
 def fake_grade(code, task, *, sandbox="auto", device="cpu", seed=None, **_):
     tag = re.search(r"# ID=(\S+)", code)
-    tag = tag.group(1) if tag else "-"
-    log = os.environ.get("ATTN_TEST_GRADE_LOG")
+    tag = tag.group(1) if tag else None
+    log = os.environ.get("ATTN_TEST_GRADE_LOG") if tag else None
     if log:
         with open(log, "a") as fh:
             fh.write(f"start {os.getpid()} {tag}\n")

@@ -265,3 +265,62 @@ def test_the_broker_carries_only_job_ids_and_leaves_retries_and_limits_to_the_jo
         assert actor.options["time_limit"] > 900_000  # the worker's own limit comes first
         actor.fn(7)
     assert handled == [7, 7]
+def test_a_worker_warms_up_on_each_device_without_taking_a_job(service):
+    from reference_impl import attention
+
+    _, job_id = _submit(service)
+    calls = []
+
+    def recording_grade(code, task, **kw):
+        calls.append((code, task, kw["device"], kw["sandbox"]))
+        return fake_grade("# SCORE=10\n", task, **kw)
+
+    worker = GradingWorker(service.engine, service.config, grade_fn=recording_grade)
+    worker.warm_up(["cpu", "gpu", "cpu"])
+    reference = open(attention.__file__, encoding="utf-8").read()
+    assert calls == [(reference, "sdpa", "cpu", service.config["SANDBOX"]),
+                     (reference, "sdpa", "cuda", service.config["SANDBOX"])]
+    job, sub, results = _job(service, job_id)
+    assert (job.status, job.attempts, sub.status, results) == ("queued", 0, "queued", [])
+    assert worker.run_once() == "done"  # the warm-up's report was not stored anywhere
+    assert len(_job(service, job_id)[2]) == 1
+
+
+def test_a_failed_warm_up_leaves_the_worker_ready_to_claim(service):
+    _, job_id = _submit(service)
+    failing = iter([RuntimeError("fork server did not start")])
+
+    def grade(code, task, **kw):
+        for exc in failing:
+            raise exc
+        return fake_grade(code, task, **kw)
+
+    worker = GradingWorker(service.engine, service.config, grade_fn=grade)
+    worker.warm_up(["cpu"])  # logged, not raised
+    assert worker.run_once() == "done"
+    assert _job(service, job_id)[0].status == "done"
+
+
+def test_serve_workers_get_the_sandbox_prewarm_setting(monkeypatch):
+    import os
+
+    from web.config import load_config
+    from web.dispatch import worker as worker_module
+    from web.dispatch.supervisor import Supervisor, worker_specs
+
+    assert load_config(environ={})["SANDBOX_PREWARM"] is True  # on unless an operator says no
+    spawned = []
+    monkeypatch.setattr("subprocess.Popen", lambda argv, env: spawned.append(env))
+    config = load_config({"SANDBOX_PREWARM": False}, environ={})
+    Supervisor(config, worker_specs(1))._spawn(worker_specs(1)[0])
+    assert load_config(environ=spawned[0])["SANDBOX_PREWARM"] is False
+    from grader.sandbox import pool
+
+    was = pool._cpu_prewarm.is_set()
+    try:
+        worker_module.apply_sandbox_prewarm(False)
+        assert not pool._cpu_prewarm.is_set()
+        worker_module.apply_sandbox_prewarm(True)
+        assert pool._cpu_prewarm.is_set()  # what grader/sandbox/pool.py's backend reads
+    finally:
+        pool.prewarm_cpu(was)

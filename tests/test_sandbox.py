@@ -257,9 +257,18 @@ def test_a_forked_grader_process_gets_its_own_zygote():
 
 
 # -- pre-warmed single-use workers (the GPU path, exercised on CPU) ----------------------------
+@pytest.fixture
+def cpu_prewarm():
+    """CPU runs take pre-warmed children, as in a grading worker (``SANDBOX_PREWARM``)."""
+    from grader.sandbox import pool
+
+    pool.prewarm_cpu(True)
+    yield
+    pool.prewarm_cpu(False)
+
+
 @needs_strict
-def test_prewarmed_workers_are_single_use(monkeypatch):
-    monkeypatch.setenv("ATTN_GRADER_SANDBOX_PREWARM", "1")
+def test_prewarmed_workers_are_single_use(cpu_prewarm):
     src = CORRECT + ("\nimport os\n_f = sdpa\ndef sdpa(q, k, v, **kw):\n"
                      "    seen = os.path.exists('/tmp/mark')\n    open('/tmp/mark', 'w').close()\n"
                      "    if seen:\n        raise RuntimeError('worker reused')\n    return _f(q, k, v)\n")
@@ -273,6 +282,34 @@ def test_prewarmed_workers_are_single_use(monkeypatch):
                 bad = s.call(q, k, v)  # same worker within a session: the mark is there
                 assert not bad.ok and "worker reused" in bad.error.message
                 assert "line" in bad.error.traceback and "raise RuntimeError" in bad.error.traceback
+    finally:
+        forkserver.shutdown()
+    assert nothing_left()
+
+
+@needs_strict
+def test_a_prewarmed_child_is_ready_before_the_next_submission_arrives(cpu_prewarm):
+    """The service's workers: the child a submission gets was walled in while nothing waited."""
+    try:
+        with SandboxSession(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+            assert s.call(*_qkv()).ok
+        pool = s.backend.pool
+        deadline = time.monotonic() + 30
+        while not pool.ready and time.monotonic() < deadline:  # refilled in the background
+            time.sleep(0.05)
+        (waiting,) = pool.ready
+        # It finishes walling itself in with no submission in sight (nothing here asks it to).
+        assert waiting.wait_ready(30) is None and waiting.ready
+        spawned = []
+        monkeypatch.setattr(pool, "_spawn", lambda: spawned.append(1) or forkserver.StrictChild(
+            forkserver.get_zygote(pool.wall, pool.gpu, pool.limits), pool.limits, pool.device, None,
+            warm=True))
+        q, k, v = _qkv(1)
+        with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+            r = s.call(q, k, v)
+            assert s.child is waiting and r.ok
+            assert torch.allclose(r.output, _expected(q, k, v), atol=1e-6)
+        assert spawned in ([], [1])  # at most the refill for the submission after this one
     finally:
         forkserver.shutdown()
     assert nothing_left()

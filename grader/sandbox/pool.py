@@ -63,7 +63,8 @@ class WarmPool:
                     if attempt:
                         raise
                     continue  # get_zygote starts a fresh one on the next attempt
-            threading.Thread(target=self.refill, daemon=True).start()
+            if self.gpu:  # CUDA's start takes seconds: begin the next worker's alongside this run
+                threading.Thread(target=self.refill, daemon=True).start()
             try:
                 error = child.wait_ready(timeout)
                 if error is None:
@@ -100,11 +101,21 @@ def warm_pool(wall: bool, gpu: bool, limits: Limits, device: str) -> WarmPool:
 
 
 
+_cpu_prewarm = threading.Event()  # a process-wide switch; off for one-off runs (the pre-check)
+
+
+def prewarm_cpu(enabled: bool) -> None:
+    """Let CPU runs of this process take their children pre-warmed: a grading worker, which
+    grades one submission after another, turns it on (``SANDBOX_PREWARM``); a one-off run
+    would only fork a child it never uses."""
+    (_cpu_prewarm.set if enabled else _cpu_prewarm.clear)()
+
+
 class ZygoteBackend:
     """Children forked from the shared zygote, each in its own namespaces, cgroup and uid.
 
-    On a GPU (or with ATTN_GRADER_SANDBOX_PREWARM=1) children come from a pool of
-    pre-warmed single-use workers instead of being forked on demand.
+    On a GPU (or on CPU once ``prewarm_cpu(True)``: a grading worker's choice) children come
+    from a pool of pre-warmed single-use workers instead of being forked on demand.
     """
 
     def __init__(self, limits: Limits, device: str, *, wall: bool, level: str, warnings=()):
@@ -113,8 +124,14 @@ class ZygoteBackend:
         self.gpu = device.startswith("cuda")
         self.zygote = get_zygote(wall, self.gpu, limits)  # started (and probed) once per process
         self.pool = None
-        if self.gpu or settings.value("SANDBOX_PREWARM"):
+        if self.gpu or _cpu_prewarm.is_set():
             self.pool = warm_pool(wall, self.gpu, limits, device)
+            threading.Thread(target=self.pool.refill, daemon=True).start()
+
+    def session_closed(self) -> None:
+        """A session ended: on CPU the next pre-warmed child is forked now, not while that
+        session's checks ran (setting a child up took CPU from the grading it overlapped)."""
+        if self.pool is not None and not self.gpu:
             threading.Thread(target=self.pool.refill, daemon=True).start()
 
     def spawn(self, submission_dir: str) -> StrictChild:

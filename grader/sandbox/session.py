@@ -127,6 +127,9 @@ class SandboxSession:
         if self.child is not None:
             self._retire_child()
         shutil.rmtree(self._dir, ignore_errors=True)
+        closed = getattr(self.backend, "session_closed", None)  # only pools of warm children care
+        if closed is not None:
+            closed()
 
     def _retire_child(self) -> None:
         """Kill the child (and all it started) and keep what it printed."""

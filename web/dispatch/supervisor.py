@@ -56,7 +56,7 @@ class Supervisor:
         # The child reads the same settings from its environment.
         for key in ("DATABASE_URL", "SECRET_KEY", "BROKER_URL", "INSTANCE_PATH", "SANDBOX",
                     "GRADE_FUNCTION", "LEASE_SECONDS", "POLL_SECONDS", "BROKER_NAMESPACE",
-                    "MAX_GRADE_SECONDS"):
+                    "MAX_GRADE_SECONDS", "SANDBOX_PREWARM"):
             if self.config.get(key) is not None:
                 env["ATTN_GRADER_" + key] = str(self.config[key])
         env["ATTN_GRADER_TORCH_THREADS"] = str(self.torch_threads)

@@ -21,6 +21,7 @@ import socket
 import threading
 import time
 import traceback
+from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
@@ -37,6 +38,16 @@ log = logging.getLogger(__name__)
 EXIT_STUCK = 75  # the process exited because a grading run outlived MAX_GRADE_SECONDS
 QUIZ_GRADE_FUNCTION = "web.services.quiz_grading:grade_code_try"
 DRAMATIQ_IDLE_MS = 30  # longest pause of an idle broker consumer between (cheap) fetches
+WARM_UP_TASK = "sdpa"  # graded once at start with the reference implementation (warm_up)
+
+
+def apply_sandbox_prewarm(enabled: bool) -> None:
+    """Let the grader's sandbox hand each submission a child forked and walled in before it
+    arrived (the next one is forked when that grading ends), instead of setting one up after
+    the claim: the same isolation, single use, off the submission's clock."""
+    from grader.sandbox.pool import prewarm_cpu
+
+    prewarm_cpu(enabled)
 
 
 def default_worker_name() -> str:
@@ -136,6 +147,31 @@ class GradingWorker:
         if self.on_stuck is not None:
             self.on_stuck(claim)
 
+    # -- before the first claim --------------------------------------------------------------
+    def warm_up(self, queues) -> None:
+        """Grade the reference implementation once per device, off the clock, before claiming.
+
+        A process's first grading pays for what every later one reuses: the sandbox's fork
+        server (1-2 s with its probe), the first pre-warmed child, the grader's lazy imports
+        and torch's first calls. Paid here, the first submission after a start or a restart
+        waits no longer than any other. The report is thrown away; a failure is only logged
+        (the first real job meets, and reports, the same problem).
+        """
+        from reference_impl import attention
+
+        code = Path(attention.__file__).read_text(encoding="utf-8")
+        for device in dict.fromkeys("cuda" if q == "gpu" else "cpu" for q in queues):
+            started = time.monotonic()
+            try:
+                self.grade_fn(code, WARM_UP_TASK, sandbox=self.config["SANDBOX"], device=device,
+                              server_seed=grading_seed(self.config, WARM_UP_TASK, code))
+            except Exception:
+                log.warning("worker %s: the warm-up grading on %s failed", self.name, device,
+                            exc_info=True)
+            else:
+                log.info("worker %s: warmed up on %s in %.2f s", self.name, device,
+                         time.monotonic() - started)
+
     # -- polling mode ----------------------------------------------------------------------
     def run_once(self, queues=("cpu",)) -> str | None:
         claim = claims.claim_next(self.engine, self.name, queues, self.lease_seconds)
@@ -227,6 +263,7 @@ def main(argv=None) -> int:
     config = load_config()
     # Before the grade function imports torch; a worker started by hand counts as alone.
     apply_threads(threads_per_worker(config["TORCH_THREADS"], workers=1))
+    apply_sandbox_prewarm(config["SANDBOX_PREWARM"])
     engine = get_engine(config["DATABASE_URL"])
     check_migrated(engine)
     # A stuck grading run cannot be interrupted from Python: exit, and the supervisor
@@ -246,6 +283,7 @@ def main(argv=None) -> int:
     if args.parent_pid:
         threading.Thread(target=_watch_parent, args=(args.parent_pid, stop, worker.wake),
                          daemon=True).start()
+    worker.warm_up(queues)
     mode = "dramatiq" if config.get("BROKER_URL") else "database"
     log.info("worker %s consuming %s (%s)", worker.name, ",".join(queues), mode)
     if mode == "dramatiq":
