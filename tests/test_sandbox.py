@@ -288,7 +288,7 @@ def test_prewarmed_workers_are_single_use(cpu_prewarm):
 
 
 @needs_strict
-def test_a_prewarmed_child_is_ready_before_the_next_submission_arrives(cpu_prewarm):
+def test_a_prewarmed_child_is_ready_before_the_next_submission_arrives(cpu_prewarm, monkeypatch):
     """The service's workers: the child a submission gets was walled in while nothing waited."""
     try:
         with SandboxSession(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
@@ -305,7 +305,7 @@ def test_a_prewarmed_child_is_ready_before_the_next_submission_arrives(cpu_prewa
             forkserver.get_zygote(pool.wall, pool.gpu, pool.limits), pool.limits, pool.device, None,
             warm=True))
         q, k, v = _qkv(1)
-        with Session(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
+        with SandboxSession(CORRECT, "sdpa", level="strict", limits=LIMITS) as s:
             r = s.call(q, k, v)
             assert s.child is waiting and r.ok
             assert torch.allclose(r.output, _expected(q, k, v), atol=1e-6)
