@@ -54,7 +54,9 @@ test: install
 	bash scripts/services.sh
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The benchmarks' scaled row runs gunicorn (the deploy extra), which the tests do not need.
 bench: install
+	$(PY) -c "import gunicorn" 2>/dev/null || $(PY) -m pip install -q -e ".[server,deploy]" -c constraints.txt
 	$(PY) benchmarks/run_all.py
 
 clean:
