@@ -91,6 +91,8 @@ def test_student_journey(server, lang):
     # the spec's code (the signature) wraps in its column: nothing hidden behind a scroll bar
     assert page.evaluate("[...document.querySelectorAll('.markdown pre')].every(p => p.scrollWidth <= p.clientWidth)")
     expect_label(page, lang, "#submit-form button[type=submit]", "Submit for grading")
+    # the editor has the width for a signature at laptop size (it was ~420 px and cut it)
+    assert page.evaluate("document.querySelector('.CodeMirror').getBoundingClientRect().width") >= 600
     task_url = page.url
     shot(page, f"{lang}-03-task")
     if lang == "en":  # a file over the limit is refused before it is sent: the editor keeps its text
@@ -279,6 +281,8 @@ def test_instructor_journey(server, lang):
     page.goto(f"{base}/instructor/submissions/{sid}")
     assert page.locator("#actions").bounding_box()["y"] < LAPTOP["height"]  # no scrolling for it
     assert page.locator("table.checks tr.fail").count() >= 1
+    # the check table and the code fit a laptop's width: nothing clipped behind a scroll bar
+    assert page.evaluate("[...document.querySelectorAll('.table-wrap, .code')].every(e => e.scrollWidth <= e.clientWidth)")
     page.fill("#override-form #points", "95")
     page.fill("#override-form #comment", "Accepted: the constant matches d_k = 64 here.")
     page.click("#override-form button[type=submit]")

@@ -164,6 +164,16 @@ def test_heatmaps_mark_nan_cells_and_name_the_slice():
     assert b"expected with the scale given" in single and b"d_k = 32" in single
 
 
+def test_heatmap_axes_count_positions_and_the_reference_panel_has_no_second_label():
+    from web.pages import charts
+    weights = [[0.2, 0.3, 0.5], [0.1, 0.1, 0.8], [0.3, 0.3, 0.4]]
+    svg = charts.weights_heatmaps(weights, weights).decode()
+    labels = set(re.findall(r">([^<>]{1,20})</text>", svg))
+    assert {"0", "1", "2"} <= labels and not labels & {"0.5", "1.5", "2.5", "-0.5"}  # whole positions
+    assert svg.count("query position") == 1  # on the first panel only: it would sit on the first's picture
+    assert svg.count("key position") == 2
+
+
 def test_an_override_survives_regrading_and_its_comment_reaches_the_student(env, ada, prof):
     sid = _submission_id(ada.post("/tasks/sdpa", data={"code": "x = 1\n# SCORE=4\n"}))
     grade_queued(env)
