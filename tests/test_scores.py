@@ -37,6 +37,7 @@ def test_the_missing_scale_costs_the_scale_points_only_and_says_so():
         if c["id"] in cause["knock_on"]:
             assert not c["passed"] and c["points"] == c["max_points"]
             assert c["message"].startswith("fails because of a bug already counted")
+            assert c["message"].count("you do not scale the scores") == 1, c["message"]  # said once
     assert report["score"] == 100 - next(c["max_points"] for c in report["checks"] if c["id"] == "scale.default")
 
 
