@@ -66,6 +66,23 @@ def test_traceback_keeps_its_lines_and_the_students_output_is_shown(env, ada):
     assert XSS not in page  # the student's output is escaped
 
 
+def _reproducible_report(code, task, **_):
+    report = _raising_report(code, task)
+    report["checks"][2]["details"]["reproduce"] = "attn-grader check FILE --task sdpa --only output.float64"
+    return report
+
+
+def test_the_command_that_reruns_a_check_is_labelled_in_the_readers_language(env, ada):
+    sid = _submission_id(ada.post("/tasks/sdpa", data={"code": "x = 1\n"}))
+    grade_queued(env, _reproducible_report)
+    page = ada.get(f"/submissions/{sid}").get_data(as_text=True)
+    assert "<dt>run this check alone</dt><dd><code>attn-grader check FILE --task sdpa --only " \
+           "output.float64</code></dd>" in page
+    assert "<dt>reproduce</dt>" not in page  # not the report's raw key
+    ada.post("/language", data={"lang": "ru", "next": "/"})
+    assert "<dt>запустить только эту проверку</dt>" in ada.get(f"/submissions/{sid}").get_data(as_text=True)
+
+
 def test_a_syntax_error_is_one_clear_message_not_a_row_per_skipped_check(env, ada):
     sid = _submission_id(ada.post("/tasks/sdpa", data={"code": "def f(:\n"}))
     grade_queued(env, _syntax_error_report)

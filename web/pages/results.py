@@ -29,6 +29,7 @@ FACTS = (
     ("fitted_scale", _l("scale found in your weights")),
     ("r2", _l("fit R²")),
     ("row_sums", _l("row sums (first rows)")),
+    ("reproduce", _l("run this check alone")),  # the grader's command, on the student's own file
 )
 PICTURE_KEYS = {"weights_submission", "weights_reference", "variance_by_dk"}
 # Shown another way or internal: the traceback has its own block (newlines kept), the
