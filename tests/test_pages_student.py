@@ -83,6 +83,22 @@ def test_the_command_that_reruns_a_check_is_labelled_in_the_readers_language(env
     assert "<dt>запустить только эту проверку</dt>" in ada.get(f"/submissions/{sid}").get_data(as_text=True)
 
 
+def test_the_graders_detail_keys_are_labelled_and_its_flags_hidden():
+    from web.pages.results import describe_check
+    check = {"id": "forbidden.static", "passed": False, "points": 0, "max_points": 3, "message": "m",
+             "details": {"findings": [{"line": 8, "what": "uses torch.nn.MultiheadAttention"}],
+                         "detected": True, "tampering": True, "fingerprint": "builtin",
+                         "ops": ["aten::_scaled_dot_product_flash_attention"], "mutated": ["attn_mask"],
+                         "analytic": -6.08, "numerical": 0.0, "changed": "batch element 2",
+                         "max_change_elsewhere": 0.91, "changed_from": 2, "max_change": 1.5,
+                         "wrong": ["cross_out"], "protocol": ["wrote to the answer channel"]}}
+    described = describe_check(check)
+    assert described["other"] == []  # no raw key left for the page to show
+    labels = [str(label) for label, _ in described["facts"]]
+    assert "found in your source" in labels and "inputs your function modified" in labels
+    assert not {"detected", "tampering", "fingerprint"} & set(labels)
+
+
 def test_a_syntax_error_is_one_clear_message_not_a_row_per_skipped_check(env, ada):
     sid = _submission_id(ada.post("/tasks/sdpa", data={"code": "def f(:\n"}))
     grade_queued(env, _syntax_error_report)
