@@ -65,9 +65,18 @@ def charge_once(checks: list, families) -> list[dict]:
             cause["knock_on"].append(c.id)
             c.details["because_of"] = name
             c.points = c.max_points
-            c.message = T("fails because of a bug already counted ({bug}): {message}",
-                          bug=_bug(name), message=c.message)
+            c.message = _knock_on(c.message, name)
     return list(causes.values())
+
+
+def _knock_on(message, name: str):
+    """A knock-on's message: its own failure after the note that its bug is charged elsewhere.
+    The bug is named in the note only where the message does not end by naming it ("Likely
+    cause: …"); a page of knock-ons said each bug twice per row."""
+    explanation = explain(name)
+    if explanation and explanation in message:
+        return T("fails because of a bug already counted: {message}", message=message)
+    return T("fails because of a bug already counted ({bug}): {message}", bug=_bug(name), message=message)
 
 
 def summary(checks: list, causes: list[dict]) -> str:

@@ -15,7 +15,7 @@ import click
 
 # The commands a student uses, in the order they meet them: (module:attribute, one-line help).
 STUDENT_COMMANDS = {
-    "tasks": ("grader.commands:tasks", "Show what each task asks for (sdpa, mha)."),
+    "tasks": ("grader.commands:tasks", "Show what each task asks for, in your language (sdpa, mha, ...)."),
     "template": ("grader.commands:template", "Print a starter file for a task."),
     "check": ("grader.commands:check", "Grade an attention file locally (same checks as the server)."),
     "config": ("grader.userconfig:config", "Remember the server's URL and your API token; "

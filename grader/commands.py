@@ -269,7 +269,8 @@ def _print_report(report, file, seed, lang=None):
 
 @click.command("tasks")
 @click.argument("task", required=False, type=_task_choice())
-def tasks(task):
+@click.option("--lang", type=click.Choice(LANGUAGES), default=None, help=LANG_HELP)
+def tasks(task, lang):
     """Show the specification of TASK (or list the tasks)."""
     from rich.console import Console
     from rich.markdown import Markdown
@@ -283,7 +284,7 @@ def tasks(task):
             console.print(Text.assemble((t.id, "bold"), f"  {t.title}: define {t.function}()  "
                                         f"(attn-grader tasks {t.id} for the full spec)"))
         return
-    console.print(Markdown(spec_markdown(task)))
+    console.print(Markdown(spec_markdown(task, userconfig.language(lang))))
 
 
 @click.command("template")

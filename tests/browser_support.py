@@ -107,6 +107,9 @@ def new_page(server, storage_state=None):
 
 
 def shot(page, name: str, full_page: bool = True) -> None:
+    if full_page:  # pictures below the fold load when scrolled to: load them all for the shot
+        page.evaluate("document.querySelectorAll('img[loading=lazy]').forEach(i => { i.loading = 'eager'; })")
+        page.wait_for_function("() => [...document.images].every(i => i.complete)")
     page.wait_for_load_state("networkidle")  # the charts are images loaded after the page
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=full_page)
 

@@ -91,8 +91,21 @@ def test_student_journey(server, lang):
     # the spec's code (the signature) wraps in its column: nothing hidden behind a scroll bar
     assert page.evaluate("[...document.querySelectorAll('.markdown pre')].every(p => p.scrollWidth <= p.clientWidth)")
     expect_label(page, lang, "#submit-form button[type=submit]", "Submit for grading")
+    # the editor has the width for a signature at laptop size (it was ~420 px and cut it)
+    assert page.evaluate("document.querySelector('.CodeMirror').getBoundingClientRect().width") >= 600
     task_url = page.url
     shot(page, f"{lang}-03-task")
+    if lang == "en":  # a file over the limit is refused before it is sent: the editor keeps its text
+        editor_text = "document.querySelector('.CodeMirror').CodeMirror.getValue()"
+        typed = page.evaluate(editor_text)
+        limit = page.get_attribute("#submit-form", "data-max-bytes")
+        page.set_input_files("#upload", {"name": "big.py", "mimeType": "text/x-python",
+                                         "buffer": b"#" * 1_048_576})
+        page.click("#submit-form button[type=submit]")
+        page.wait_for_selector("#size-error:not([hidden])")
+        assert limit in page.locator("#size-error").inner_text() and page.url == task_url
+        assert page.evaluate(editor_text) == typed
+        page.set_input_files("#upload", [])
     with page.expect_download() as download:
         page.click("a[download][href$='/starter.py']")
     assert "def " in Path(download.value.path()).read_text()
@@ -144,9 +157,13 @@ def test_student_journey(server, lang):
         assert any("\u0400" <= ch <= "\u04ff" for ch in numeric.inner_text())  # Cyrillic
     if lang == "zh":
         assert any("\u4e00" <= ch <= "\u9fff" for ch in numeric.inner_text())  # Han
+    # "Check answer" on one question reloads the page: what was typed into another stays
+    draft = "a draft typed before checking another question"
+    page.locator(f"#q-{FREE_TEXT_QUESTION} textarea").fill(draft)
     numeric.locator("input[type=text]").fill(str(_right_number(server, lang)))
     numeric.locator("button[type=submit]").click()
     page.wait_for_selector(f"#q-{NUMERIC_QUESTION} .feedback.correct")
+    assert page.locator(f"#q-{FREE_TEXT_QUESTION} textarea").input_value() == draft
 
     # A code answer goes to the grading workers: shown as being graded, then the poller
     # swaps the verdict in without reloading (text typed meanwhile stays put), with the
@@ -264,6 +281,8 @@ def test_instructor_journey(server, lang):
     page.goto(f"{base}/instructor/submissions/{sid}")
     assert page.locator("#actions").bounding_box()["y"] < LAPTOP["height"]  # no scrolling for it
     assert page.locator("table.checks tr.fail").count() >= 1
+    # the check table and the code fit a laptop's width: nothing clipped behind a scroll bar
+    assert page.evaluate("[...document.querySelectorAll('.table-wrap, .code')].every(e => e.scrollWidth <= e.clientWidth)")
     page.fill("#override-form #points", "95")
     page.fill("#override-form #comment", "Accepted: the constant matches d_k = 64 here.")
     page.click("#override-form button[type=submit]")

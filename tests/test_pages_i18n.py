@@ -229,3 +229,51 @@ def test_the_account_language_is_the_quiz_language(env, ada):
 def test_english_stays_the_default(env, ada):
     page = ada.get("/").get_data(as_text=True)
     assert '<html lang="en">' in page and "Your assignments" in page and "Open task" in page
+
+
+SPEC_HEADINGS = {"en": "Task `sdpa`: scaled dot-product attention",
+                 "ru": "Задание `sdpa`: масштабированное скалярное внимание",
+                 "zh": "任务 `sdpa`：缩放点积注意力"}
+
+
+def test_the_task_page_shows_the_spec_in_the_readers_language(env, ada):
+    for lang, heading in SPEC_HEADINGS.items():
+        with ada.session_transaction() as session:
+            session["lang"] = lang
+        page = ada.get("/tasks/sdpa").get_data(as_text=True)
+        spec = re.search(r'<div class="markdown" lang="(\w+)"><h1>(.*?)</h1>', page, re.S)
+        assert spec.group(1) == lang
+        assert spec.group(2) == re.sub(r"`(\w+)`", r"<code>\1</code>", heading)
+        assert "def scaled_dot_product_attention(query, key, value" in _visible_text(page)
+
+
+def test_a_task_without_a_translation_is_shown_in_english(tmp_path):
+    from grader.tasks import TASKS, Task
+
+    home = tmp_path / "softmax_task.py"
+    (tmp_path / "softmax.md").write_text("# Task `softmax`\n", encoding="utf-8")
+    (tmp_path / "softmax.ru.md").write_text("# Задание `softmax`\n", encoding="utf-8")
+    task = Task(id="softmax", title="softmax", function="softmax", home=str(home), positional=1,
+                keywords=(), arg_names=("x",), points={"output": 100}, build=lambda: None)
+    assert task.spec_in("ru") == ("# Задание `softmax`\n", "ru")
+    assert task.spec_in("zh") == ("# Task `softmax`\n", "en")  # no softmax.zh.md: English
+    assert task.spec_in(None) == task.spec_in("en") == ("# Task `softmax`\n", "en")
+    for task in TASKS.values():  # every built-in task ships both translations
+        assert [task.spec_in(lang)[1] for lang in ("ru", "zh")] == ["ru", "zh"], task.id
+
+
+@pytest.mark.parametrize("lang", ["ru", "zh"])
+def test_a_translated_spec_keeps_the_english_code_and_identifiers(lang):
+    """The translations are prose around the same code: every code block and every `identifier`
+    of the English spec appears in each translation, unchanged."""
+    from grader.tasks import TASKS
+
+    def code(markdown: str):
+        blocks = re.findall(r"```.*?\n(.*?)```", markdown, re.S)
+        inline = set(re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", markdown, flags=re.S)))
+        return blocks, inline
+
+    for task in TASKS.values():
+        english, translated = code(task.spec_markdown), code(task.spec_in(lang)[0])
+        assert translated[0] == english[0], task.id
+        assert translated[1] == english[1], (task.id, english[1] ^ translated[1])

@@ -118,6 +118,27 @@ def test_quiz_attempt_limit(env, ada):
     assert "Cannot start the quiz: no attempts left" in page
 
 
+def test_quiz_attempts_are_numbered_per_student(env, ada, bob):
+    for _ in range(2):  # bob's attempts take the first global ids
+        bob.post("/quiz/quiz/start")
+        bob.post("/quiz/quiz/submit")
+    ada.post("/quiz/quiz/start")
+    first = ada.post("/quiz/quiz/submit").location
+    ada.post("/quiz/quiz/start")
+    second = ada.post("/quiz/quiz/submit").location
+    first_id = int(first.rsplit("/", 1)[1])
+    assert first_id > 2
+    page = ada.get(first).get_data(as_text=True)
+    assert "<h1>Attempt 1 " in page and f"#{first_id}" not in page
+    assert "<h1>Attempt 2 " in ada.get(second).get_data(as_text=True)
+    listing = ada.get("/quiz/quiz").get_data(as_text=True)
+    assert re.findall(r'href="/quiz/attempts/\d+">([^<]+)</a>', listing) == ["Attempt 2", "Attempt 1"]
+    staff = env.app.test_client()
+    from pages_support import sign_in
+    sign_in(staff, "prof@example.org")
+    assert "<h1>Attempt 2 " in staff.get(second).get_data(as_text=True)  # the student's number
+
+
 # ---- analytics ---------------------------------------------------------------------------
 
 def _quiz_attempts(session, assignment, outcomes):

@@ -66,6 +66,39 @@ def test_traceback_keeps_its_lines_and_the_students_output_is_shown(env, ada):
     assert XSS not in page  # the student's output is escaped
 
 
+def _reproducible_report(code, task, **_):
+    report = _raising_report(code, task)
+    report["checks"][2]["details"]["reproduce"] = "attn-grader check FILE --task sdpa --only output.float64"
+    return report
+
+
+def test_the_command_that_reruns_a_check_is_labelled_in_the_readers_language(env, ada):
+    sid = _submission_id(ada.post("/tasks/sdpa", data={"code": "x = 1\n"}))
+    grade_queued(env, _reproducible_report)
+    page = ada.get(f"/submissions/{sid}").get_data(as_text=True)
+    assert "<dt>run this check alone</dt><dd><code>attn-grader check FILE --task sdpa --only " \
+           "output.float64</code></dd>" in page
+    assert "<dt>reproduce</dt>" not in page  # not the report's raw key
+    ada.post("/language", data={"lang": "ru", "next": "/"})
+    assert "<dt>запустить только эту проверку</dt>" in ada.get(f"/submissions/{sid}").get_data(as_text=True)
+
+
+def test_the_graders_detail_keys_are_labelled_and_its_flags_hidden():
+    from web.pages.results import describe_check
+    check = {"id": "forbidden.static", "passed": False, "points": 0, "max_points": 3, "message": "m",
+             "details": {"findings": [{"line": 8, "what": "uses torch.nn.MultiheadAttention"}],
+                         "detected": True, "tampering": True, "fingerprint": "builtin",
+                         "ops": ["aten::_scaled_dot_product_flash_attention"], "mutated": ["attn_mask"],
+                         "analytic": -6.08, "numerical": 0.0, "changed": "batch element 2",
+                         "max_change_elsewhere": 0.91, "changed_from": 2, "max_change": 1.5,
+                         "wrong": ["cross_out"], "protocol": ["wrote to the answer channel"]}}
+    described = describe_check(check)
+    assert described["other"] == []  # no raw key left for the page to show
+    labels = [str(label) for label, _ in described["facts"]]
+    assert "found in your source" in labels and "inputs your function modified" in labels
+    assert not {"detected", "tampering", "fingerprint"} & set(labels)
+
+
 def test_a_syntax_error_is_one_clear_message_not_a_row_per_skipped_check(env, ada):
     sid = _submission_id(ada.post("/tasks/sdpa", data={"code": "def f(:\n"}))
     grade_queued(env, _syntax_error_report)
@@ -165,6 +198,16 @@ def test_heatmaps_mark_nan_cells_and_name_the_slice():
     assert b"NaN" not in clean
     single = charts.variance_plot([{"d_k": 32, "variance": 32.0, "expected": 0.1748}])
     assert b"expected with the scale given" in single and b"d_k = 32" in single
+
+
+def test_heatmap_axes_count_positions_and_the_reference_panel_has_no_second_label():
+    from web.pages import charts
+    weights = [[0.2, 0.3, 0.5], [0.1, 0.1, 0.8], [0.3, 0.3, 0.4]]
+    svg = charts.weights_heatmaps(weights, weights).decode()
+    labels = set(re.findall(r">([^<>]{1,20})</text>", svg))
+    assert {"0", "1", "2"} <= labels and not labels & {"0.5", "1.5", "2.5", "-0.5"}  # whole positions
+    assert svg.count("query position") == 1  # on the first panel only: it would sit on the first's picture
+    assert svg.count("key position") == 2
 
 
 def test_an_override_survives_regrading_and_its_comment_reaches_the_student(env, ada, prof):

@@ -37,6 +37,7 @@ def test_the_missing_scale_costs_the_scale_points_only_and_says_so():
         if c["id"] in cause["knock_on"]:
             assert not c["passed"] and c["points"] == c["max_points"]
             assert c["message"].startswith("fails because of a bug already counted")
+            assert c["message"].count("you do not scale the scores") == 1, c["message"]  # said once
     assert report["score"] == 100 - next(c["max_points"] for c in report["checks"] if c["id"] == "scale.default")
 
 
@@ -146,7 +147,7 @@ def test_an_instructor_sets_points_per_family_and_scores_follow(env, ada, prof):
 
     base = {"title": "SDPA", "visible": "y", "late_policy": "reject", "feedback": "full"}
     page = prof.get("/instructor/assignments/sdpa/settings").get_data(as_text=True)
-    assert "The task&#39;s own split is load=5 forbidden=5 output=20" in page
+    assert "The task's own split is load=5 forbidden=5 output=20" in page  # a translated message, not escaped twice
     bad = prof.post("/instructor/assignments/sdpa/settings", data={**base, "family_points": "output=50 speed=5"})
     text = bad.get_data(as_text=True)
     assert "&#39;speed&#39; is not a scored check family of this task" in text

@@ -48,6 +48,22 @@ def test_db_upgrade_then_current(tmp_path):
         runner.invoke(main, ["db", "current"], env=env).output
 
 
+def test_serve_on_a_port_in_use_names_both_ways_to_choose_another(tmp_path):
+    import socket
+
+    env = {"ATTN_GRADER_INSTANCE_PATH": str(tmp_path)}
+    runner = CliRunner()
+    assert runner.invoke(main, ["db", "upgrade"], env=env).exit_code == 0
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = runner.invoke(main, ["serve", "--port", str(port), "--workers", "0", "--no-demo"],
+                               env=env)
+    assert result.exit_code == 1 and f"cannot listen on 127.0.0.1:{port}" in result.output
+    assert "--port" in result.output and "make run PORT=" in result.output  # `make run` users too
+
+
 @pytest.mark.parametrize("service", ["sqlite"], indirect=True)
 def test_users_add_and_token(service):
     runner, env = CliRunner(), _env(service.config)

@@ -43,6 +43,16 @@ def test_submit_help_sends_students_to_the_account_page_not_the_database():
     assert "account page" in out and "users token" not in out
 
 
+def test_tasks_shows_the_spec_in_the_chosen_language(settings_file, monkeypatch):
+    monkeypatch.delenv("ATTN_GRADER_LANG")  # the suite's English, which `config set lang` yields to
+    runner = CliRunner()
+    assert "масштабированное скалярное внимание" in runner.invoke(main, ["tasks", "sdpa", "--lang", "ru"]).output
+    assert "缩放点积注意力" in runner.invoke(main, ["tasks", "sdpa", "--lang", "zh"]).output
+    assert runner.invoke(main, ["config", "set", "lang", "ru"]).exit_code == 0
+    assert "Задание" in runner.invoke(main, ["tasks", "mha"]).output  # the remembered language
+    assert "Task" in runner.invoke(main, ["tasks", "mha", "--lang", "en"]).output
+
+
 def test_config_remembers_the_server_and_a_private_token(settings_file):
     runner = CliRunner()
     result = runner.invoke(main, ["config", "set", "server", "https://grader.example.edu/"])

@@ -101,7 +101,8 @@ def serve(host, port, workers, threads, demo):
             clear_untrusted_proxy_headers=not app.config.get("TRUSTED_PROXIES"))
     except OSError as exc:
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}"
-                                   " (is another server using it? pick one with --port)")
+                                   " (is another server using it? pick another with --port, or"
+                                   f" `make run PORT={port + 1}` from the checkout)")
     supervisor = Supervisor(config, worker_specs(workers))
     supervisor.start()
     mode = "Dramatiq via " + config["BROKER_URL"] if config["BROKER_URL"] else "database queue"

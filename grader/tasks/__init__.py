@@ -132,6 +132,18 @@ class Task:
         with open(self._file(".md"), encoding="utf-8") as f:
             return f.read()
 
+    def spec_in(self, lang: str | None) -> tuple[str, str]:
+        """The spec in ``lang`` where the task ships a translation next to it (``<id>.ru.md``,
+        ``<id>.zh.md``), else the English one: (markdown, the language it is written in).
+        A course's own task without translations is shown in English on every page."""
+        if lang and lang != "en":
+            try:
+                with open(self._file(f".{lang}.md"), encoding="utf-8") as f:
+                    return f.read(), lang
+            except FileNotFoundError:
+                pass
+        return self.spec_markdown, "en"
+
     @property
     def template(self) -> str:
         with open(self._file("_template.py.tmpl"), encoding="utf-8") as f:
@@ -197,8 +209,8 @@ def get_task(task_id: str) -> Task:
     return tasks[task_id]
 
 
-def spec_markdown(task_id: str) -> str:
-    return get_task(task_id).spec_markdown
+def spec_markdown(task_id: str, lang: str | None = None) -> str:
+    return get_task(task_id).spec_in(lang)[0]
 
 
 def template(task_id: str) -> str:

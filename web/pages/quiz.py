@@ -64,7 +64,8 @@ def quiz(slug: str):
         .order_by(QuizAttempt.id.desc()).all()
     items = _attempt_items(attempt, lang, with_forms=True) if attempt else []
     return render_template("quiz/quiz.html", assignment=assignment, attempt=attempt, items=items,
-                           past=past, lang=lang, standing=progress.standing(session_db, current_user, assignment),
+                           past=past, numbers=quizzes.attempt_numbers(session_db, current_user.id,
+                                                                      assignment.id), lang=lang, standing=progress.standing(session_db, current_user, assignment),
                            policy_penalty=quiz_policy.penalty(assignment),
                            tries_allowed=quiz_policy.tries_allowed(assignment),
                            action_form=ActionForm(), lang_form=LanguageForm(lang=lang))
@@ -155,7 +156,8 @@ def attempt(attempt_id: int):
     if row is None or (row.user_id != current_user.id and not current_user.is_instructor):
         abort(404)
     lang = interface_language()
-    return render_template("quiz/attempt.html", attempt=row, assignment=row.assignment,
+    number = quizzes.attempt_numbers(db(), row.user_id, row.assignment_id)[row.id]
+    return render_template("quiz/attempt.html", attempt=row, assignment=row.assignment, number=number,
                            items=_attempt_items(row, lang, with_forms=False), lang=lang,
                            lang_form=LanguageForm(lang=lang))
 

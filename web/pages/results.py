@@ -29,12 +29,28 @@ FACTS = (
     ("fitted_scale", _l("scale found in your weights")),
     ("r2", _l("fit R²")),
     ("row_sums", _l("row sums (first rows)")),
+    ("wrong", _l("wrong outputs")),
+    ("changed", _l("changed input")),
+    ("max_change_elsewhere", _l("largest change elsewhere")),
+    ("changed_from", _l("keys changed from position")),
+    ("max_change", _l("largest change of an earlier output")),
+    ("mutated", _l("inputs your function modified")),
+    ("analytic", _l("your gradient along a random direction")),
+    ("numerical", _l("finite differences of your forward")),
+    ("inputs", _l("inputs")),
+    ("findings", _l("found in your source")),
+    ("ops", _l("operations seen while it ran")),
+    ("protocol", _l("what was tampered with")),
+    ("reproduce", _l("run this check alone")),  # the grader's command, on the student's own file
 )
 PICTURE_KEYS = {"weights_submission", "weights_reference", "variance_by_dk"}
 # Shown another way or internal: the traceback has its own block (newlines kept), the
 # diagnosis is already said in words in the check's message ("Likely cause: ...", and
 # "fails because of a bug already counted (...)" for ``because_of``, the bug's internal name).
-HIDDEN_KEYS = {"skipped", "traceback", "error_kind", "diagnosis", "because_of", "unverified"}
+# ``detected``, ``tampering`` and ``fingerprint`` are flags for the grader's own bookkeeping: the
+# message says what was found.
+HIDDEN_KEYS = {"skipped", "traceback", "error_kind", "diagnosis", "because_of", "unverified",
+               "detected", "tampering", "fingerprint"}
 
 
 def _show(value) -> str:

@@ -71,8 +71,9 @@ def task(slug: str):
     if not form.is_submitted():
         form.code.data = history[0].code if history else spec.template
     standing = progress.standing(session, current_user, assignment)
+    spec_text, spec_lang = spec.spec_in(interface_language())
     return render_template("student/task.html", assignment=assignment, spec=spec,
-                           spec_html=render_markdown(spec.spec_markdown), form=form,
+                           spec_html=render_markdown(spec_text), spec_lang=spec_lang, form=form,
                            history=history, numbers=progress.attempt_numbers(history),
                            standing=standing,
                            max_bytes=current_app.config["MAX_SUBMISSION_BYTES"])

@@ -91,6 +91,15 @@ def get_attempt(session: Session, attempt_id: int) -> QuizAttempt | None:
     return session.get(QuizAttempt, attempt_id, options=_with_answers())
 
 
+def attempt_numbers(session: Session, user_id: int, assignment_id: int) -> dict[int, int]:
+    """Quiz attempt id -> the student's own number for it (1 for their first), as a task's
+    attempts are numbered: the global id says nothing to a student."""
+    ids = session.scalars(select(QuizAttempt.id).where(
+        QuizAttempt.user_id == user_id, QuizAttempt.assignment_id == assignment_id)
+        .order_by(QuizAttempt.id))
+    return {attempt_id: number for number, attempt_id in enumerate(ids, start=1)}
+
+
 def start_attempt(session: Session, user: User, assignment: Assignment,
                   lang: str = "en", now=None, *, secret: bytes) -> QuizAttempt:
     """The student's open attempt, or a new one (subject to deadline and attempt limits).
