@@ -103,7 +103,7 @@ def test_a_code_answer_is_queued_never_run_in_the_web_process_then_graded(env, a
     def ran_student_code(*args, **kwargs):
         raise AssertionError("student code ran in the web process")
     monkeypatch.setattr(questions.codecheck, "grade_code", ran_student_code)
-    monkeypatch.setattr(grader.sandbox, "Session", ran_student_code)
+    monkeypatch.setattr(grader.sandbox, "SandboxSession", ran_student_code)
     page = _answer(ada, CODE, "code", _model_solution())
     assert "Being graded" in page and "data-quiz-status-url" in page
     assert f'<noscript><a href="/quiz/quiz#q-{CODE}">Reload to see it</a>' in page  # no-JS path
