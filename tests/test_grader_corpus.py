@@ -23,7 +23,7 @@ CORPUS = os.path.join(HERE, "corpus")
 FILES = sorted(f for task_id in TASKS for f in glob.glob(os.path.join(CORPUS, task_id, "*", "*.py")))
 ELSEWHERE = sorted(glob.glob(os.path.join(CORPUS, "elsewhere", "*", "*.py")))
 SEED = int(os.environ.get("ATTN_TEST_SEED", "12345"))
-SEEDS = (SEED, 1, 2, 3, 4)
+SEEDS = (SEED, 1, 2)  # three draws: a verdict that depends on the draw differs in one of them
 
 
 def expected_family(path):
