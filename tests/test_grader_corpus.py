@@ -1,4 +1,4 @@
-"""Every file of the corpora graded under five seeds: correct ones pass with 100, buggy ones fail the
+"""Every file of the corpora graded under three seeds: correct ones pass with 100, buggy ones fail the
 family they name, every file gets the same score under every seed, and a single bug costs only its
 own family.
 
