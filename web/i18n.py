@@ -16,7 +16,10 @@ from flask import Flask, has_request_context, request, session
 from flask_babel import Babel
 from flask_login import current_user
 
-LANGUAGES = {"en": "English", "ru": "Русский", "zh": "中文"}
+from grader.i18n import LANGUAGES as GRADER_LANGUAGES
+
+# The grader's languages (its catalogues decide which exist), each named in itself.
+LANGUAGES = dict(zip(GRADER_LANGUAGES, ("English", "Русский", "中文"), strict=True))
 DEFAULT_LANGUAGE = "en"
 TRANSLATIONS = Path(__file__).resolve().parent / "translations"
 
@@ -40,6 +43,14 @@ def grader_text(text, stored=None) -> str:
 
     from grader.i18n import render
     return render(stored or text, str(get_locale() or DEFAULT_LANGUAGE))
+
+
+def grader_skip_reason(text, stored=None) -> str:
+    """A skipped check's message in this request's language, without its "skipped: "."""
+    from flask_babel import get_locale
+
+    from grader.i18n import skip_reason
+    return skip_reason(stored or text, str(get_locale() or DEFAULT_LANGUAGE))
 
 
 def init_app(app: Flask) -> None:

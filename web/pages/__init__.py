@@ -12,6 +12,7 @@ from flask_login import current_user
 from flask_babel import gettext, lazy_gettext
 from flask_wtf.csrf import CSRFError
 
+from ..i18n import grader_skip_reason, grader_text
 from . import helpers
 
 
@@ -33,7 +34,7 @@ def register(app: Flask) -> None:
         seconds=helpers.format_seconds, markdown=helpers.render_markdown,
         inline_markdown=helpers.render_inline, python=helpers.highlight_python,
         # the grader's feedback in the reader's language (its own catalogue: grader/translations)
-        feedback=helpers.grader_feedback, skip_reason=helpers.grader_skip_reason)
+        feedback=grader_text, skip_reason=grader_skip_reason)
     app.context_processor(helpers.template_globals)
 
     for code in (403, 404, 413, 429):
@@ -73,7 +74,7 @@ def _rate_limit_detail(exc) -> str:
     if limit is None:
         return ""
     return gettext("At most %(count)s attempts per %(window)s from your address.",
-                   count=limit.amount, window=helpers.grader_feedback(wait_phrase(limit.get_expiry())))
+                   count=limit.amount, window=grader_text(wait_phrase(limit.get_expiry())))
 
 
 def _csrf_error(exc: CSRFError):

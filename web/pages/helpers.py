@@ -40,21 +40,6 @@ def db():
 
 # ---- filters -----------------------------------------------------------------------------
 
-def grader_feedback(text, stored=None) -> str:
-    """A grader message (a check's, the cause summary, a bug's sentence) in the page's language:
-    from its stored template and arguments when the report has them (``stored``), else looked up
-    by its English text (grader/i18n.py; its own catalogue, domain ``grader``)."""
-    return grader_text(text, stored)
-
-
-def grader_skip_reason(text, stored=None) -> str:
-    """A skipped check's message in the page's language, without its "skipped: "."""
-    from flask_babel import get_locale
-
-    from grader.i18n import skip_reason
-    return skip_reason(stored or text, str(get_locale() or "en"))
-
-
 def format_when(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else "—"
 
