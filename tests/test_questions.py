@@ -1,7 +1,6 @@
 """The question bank: loading, schema errors, variants, rendering and grading of every kind."""
 from __future__ import annotations
 
-import textwrap
 
 import pytest
 import yaml

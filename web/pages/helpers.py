@@ -17,7 +17,7 @@ from pygments.lexers import DiffLexer, PythonLexer, TextLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
 from ..extensions import db_session
-from ..i18n import LANGUAGES, grader_text, interface_language  # noqa: F401  (the views import them from here)
+from ..i18n import LANGUAGES, interface_language  # noqa: F401  (the views import them from here)
 from ..models import utcnow
 
 PYGMENTS_STYLE = "friendly"
