@@ -234,6 +234,9 @@ def main() -> int:
                    args.threads)
         return 0
 
+    if args.scaled and not (Path(sys.executable).parent / "gunicorn").exists():
+        parser.error("--scaled runs gunicorn, which is not installed in this environment: "
+                     "`make bench` installs it, or `pip install -e '.[server,deploy]'`")
     cores = sorted(os.sched_getaffinity(0))
     code = FILE.read_text()
     print(f"machine: {len(cores)} usable cores, load average {os.getloadavg()[0]:.1f}; "

@@ -227,7 +227,9 @@ def call(req: dict) -> dict:
                 resp["grads"] = None
                 resp["grad_error"] = _error("backward", exc)["error"]
     if trace:
-        loaded = {"module." + m for m in list(sys.modules) if m.split(".")[0] in BLOCKED}
+        # The packages' roots are enough (importing a.b loads a first), and looking them up is
+        # free, where a pass over sys.modules (1,700 entries under torch) cost a millisecond a call.
+        loaded = {"module." + m for m in BLOCKED if m in sys.modules}
         resp["ops"] = sorted(torch_fns | aten_ops | loaded)[:2000]
     return resp
 
