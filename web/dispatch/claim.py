@@ -19,7 +19,7 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.engine import Engine
 
 from ..db import write_session, writing
-from ..models import GradingJob, QuizAnswer, QuizAttempt, QuizTry, Submission, utcnow
+from ..models import GradingJob, QuizAnswer, QuizAttempt, QuizTry, Result, Submission, utcnow
 
 J = GradingJob
 
@@ -139,7 +139,9 @@ def finish(engine: Engine, claim: Claim, report: dict, now=None) -> bool:
             record_quiz_result(session, claim.quiz_try_id, report, now)
             return True
         submission = session.get(Submission, claim.submission_id)
-        kind = "regrade" if submission.results else "grade"
+        graded_before = session.scalar(select(Result.id).where(
+            Result.submission_id == submission.id).limit(1)) is not None  # not every report loaded
+        kind = "regrade" if graded_before else "grade"
         record_result(session, submission, report, kind=kind, job_attempt=claim.attempt,
                       worker=claim.worker, now=now)
         return True

@@ -2,6 +2,7 @@
 as soon as it is stored (long polling) instead of at the client's next poll."""
 from __future__ import annotations
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..models import Submission, User
@@ -37,12 +38,17 @@ def wait_for_change(session: Session, viewer: User, submission_id: int, waiters,
     if submission is None:
         return None
 
+    looked = [submission.status]
+
     def changed() -> bool:
-        session.refresh(submission)
-        status = submission.status
+        # The status alone: each look is one small read, the whole row is loaded once at the end.
+        status = session.scalar(select(Submission.status).where(Submission.id == submission_id))
         session.commit()  # ends the read: no connection (or SQLite snapshot) held while waiting
+        looked.append(status)
         return status in FINAL or (seen is not None and status != seen)
 
     if timeout > 0:
         waiters.wait(submission_id, changed, timeout)
+        if any(status != looked[0] for status in looked):  # it moved on meanwhile
+            session.refresh(submission)
     return submission
