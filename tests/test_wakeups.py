@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 from sqlalchemy import select
@@ -143,6 +144,43 @@ def test_waiters_are_woken_by_a_notification_and_time_out_otherwise(tmp_path, mo
                what="the web listener bound")
     thread.join(20)
     assert result == [True] and waiters.waiting == 0 and not waiters.events
+
+
+def test_status_hints_spare_the_reads_that_cannot_end_a_wait(tmp_path, monkeypatch):
+    """A request waiting for a result sleeps on through a "running" wake-up (each change
+    arrives twice where the Redis relay runs beside the datagrams), but a hint-less message
+    and a final status are each worth one read of the database, which decides."""
+    monkeypatch.setattr(wakeup, "RECHECK_SECONDS", 60.0)
+    assert wakeup.submission_message(7, "done") == "submission 7 done"
+    assert wakeup.submission_message(7, "bogus") == wakeup.submission_message(7) == "submission 7"
+    waiters = wakeup.StatusWaiters(str(tmp_path / "w"), capacity=2)
+    state = {"status": "queued", "reads": 0}
+
+    def changed():
+        state["reads"] += 1
+        return state["status"] == "done"
+
+    result = []
+    thread = threading.Thread(target=lambda: result.append(waiters.wait(
+        7, changed, timeout=60, wants=lambda status: status in ("done", "failed"))))
+    thread.start()
+    wait_until(lambda: waiters.waiting == 1 and state["reads"] == 2, timeout=10,
+               what="the request waiting (a read before and one after registering)")
+
+    def consumed():
+        return all(not w.hints and not w.event.is_set() for w in waiters.events.get(7, ()))
+
+    state["status"] = "running"
+    waiters._deliver("submission 7 running")
+    wait_until(consumed, timeout=10, what="the hint taken")
+    time.sleep(0.2)
+    assert state["reads"] == 2  # nothing a read could find: no read
+    waiters._deliver("submission 7")  # an older sender's message, without a hint
+    wait_until(lambda: state["reads"] == 3, timeout=10, what="a read for the hint-less message")
+    state["status"] = "done"
+    waiters._deliver("submission 7 done")
+    thread.join(20)
+    assert result == [True] and state["reads"] == 4 and not waiters.events
 
 
 def test_a_full_house_of_waiters_answers_at_once(tmp_path):

@@ -114,16 +114,24 @@ def notify(directory: str, role: str, message: str) -> int:
                for name in names if name.startswith(prefix) and name.endswith(".sock"))
 
 
-def submission_message(submission_id: int) -> str:
-    return f"submission {int(submission_id)}"
+STATUS_WORDS = ("queued", "running", "done", "failed")
 
 
-def notify_submission(directory: str, submission_id: int, relay=None) -> int:
+def submission_message(submission_id: int, status: str | None = None) -> str:
+    """``submission <id>``, with the new status when the sender knows it (a hint, see
+    ``StatusWaiters.wait``)."""
+    hint = f" {status}" if status in STATUS_WORDS else ""
+    return f"submission {int(submission_id)}{hint}"
+
+
+def notify_submission(directory: str, submission_id: int, relay=None,
+                      status: str | None = None) -> int:
     """A submission's status changed (claimed, graded, failed): wake requests waiting on it,
     on this host by datagram and, through ``relay`` (a ``RedisRelay``), on every other."""
+    message = submission_message(submission_id, status)
     if relay is not None:
-        relay.publish(submission_message(submission_id))
-    return notify(directory, WEB, submission_message(submission_id))
+        relay.publish(message)
+    return notify(directory, WEB, message)
 
 
 class RedisRelay:
@@ -168,7 +176,7 @@ class RedisRelay:
 class StatusWaiters:
     """Requests of this web process that wait for a submission's status to change.
 
-    One listener thread per process turns ``submission <id>`` datagrams into events; a
+    One listener thread per process turns ``submission <id> [status]`` messages into events; a
     waiting request re-reads the database when its event fires or every RECHECK_SECONDS,
     whichever comes first. At most ``capacity`` requests wait at once, so waiting requests
     never take every thread of the web server: the rest answer at once.
@@ -177,7 +185,7 @@ class StatusWaiters:
     def __init__(self, directory: str, capacity: int, relay: RedisRelay | None = None):
         self.directory, self.capacity, self.relay = directory, capacity, relay
         self.lock = threading.Lock()
-        self.events: dict[int, set[threading.Event]] = {}
+        self.events: dict[int, set[_Waiter]] = {}
         self.listener: WakeListener | None = None
         self.waiting = 0
 
@@ -202,16 +210,23 @@ class StatusWaiters:
                 self._deliver(message)
 
     def _deliver(self, message: str) -> None:
-        kind, _, value = message.partition(" ")
+        kind, _, rest = message.partition(" ")
+        value, _, status = rest.partition(" ")
         if kind == "submission" and value.isdigit():
             with self.lock:
-                for event in self.events.get(int(value), ()):
-                    event.set()
+                for waiter in self.events.get(int(value), ()):
+                    waiter.hints.append(status if status in STATUS_WORDS else None)
+                    waiter.event.set()
 
-    def wait(self, submission_id: int, changed, timeout: float) -> bool:
+    def wait(self, submission_id: int, changed, timeout: float, wants=None) -> bool:
         """Wait up to ``timeout`` s until ``changed()`` is true; returns its last value.
 
-        ``changed`` reads the database (in a fresh transaction each call).
+        ``changed`` reads the database (in a fresh transaction each call). ``wants(status)``,
+        if given, says whether a message's status hint could make ``changed()`` true: a wake-up
+        whose every hint it rejects (a "running" when only a result will do) costs no read. Each
+        status change arrives twice where a Redis relay runs beside the datagrams, and the
+        hints are only a sender's word, so the database stays the judge: any wake-up without a
+        hint, and the periodic re-check, still read it.
         """
         if changed():
             return True
@@ -220,22 +235,37 @@ class StatusWaiters:
                 return False
             self.waiting += 1
             self._start()
-            event = threading.Event()
-            self.events.setdefault(submission_id, set()).add(event)
+            waiter = _Waiter()
+            self.events.setdefault(submission_id, set()).add(waiter)
         try:
             deadline = time.monotonic() + timeout
             while True:
                 if changed():  # also catches a change between the first look and registering
                     return True
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                event.wait(min(left, RECHECK_SECONDS))
-                event.clear()
+                recheck_at = time.monotonic() + RECHECK_SECONDS
+                while True:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    woken = waiter.event.wait(min(left, recheck_at - time.monotonic()))
+                    with self.lock:
+                        hints, waiter.hints = waiter.hints, []
+                        waiter.event.clear()
+                    if not woken or wants is None or not all(h is not None and not wants(h) for h in hints):
+                        break  # time to look: the re-check is due, or the news may be what it waits for
         finally:
             with self.lock:
                 self.waiting -= 1
                 waiting = self.events.get(submission_id)
-                waiting.discard(event)
+                waiting.discard(waiter)
                 if not waiting:
                     del self.events[submission_id]
+
+
+class _Waiter:
+    """One waiting request: its event, and the status hints of the messages that set it."""
+
+    __slots__ = ("event", "hints")
+
+    def __init__(self):
+        self.event, self.hints = threading.Event(), []

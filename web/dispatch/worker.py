@@ -79,9 +79,10 @@ class GradingWorker:
         with log_context(job_id=claim.job_id, submission_id=claim.submission_id,
                          attempt=claim.attempt, worker=self.name, queue=claim.queue):
             started = time.monotonic()
-            self._announce(claim)  # "running"
+            self._announce(claim, "running")
             outcome = self._grade_and_store(claim)
-            self._announce(claim)  # "done", or queued again / failed
+            # "done", or queued again / failed; a superseded attempt knows nothing of the status
+            self._announce(claim, outcome if outcome in ("done", "queued", "failed") else None)
             log.info("job %s attempt %s: %s", claim.job_id, claim.attempt, outcome,
                      extra={"outcome": outcome, "seconds": round(time.monotonic() - started, 3)})
             return outcome
@@ -114,12 +115,13 @@ class GradingWorker:
                     claim.attempt)
         return "stale"
 
-    def _announce(self, claim: claims.Claim) -> None:
-        """Wake web requests waiting on this submission (they re-read it from the database)."""
+    def _announce(self, claim: claims.Claim, status: str | None) -> None:
+        """Wake web requests waiting on this submission (they re-read it from the database;
+        ``status`` lets one that waits for a result sleep on through a mere "running")."""
         if claim.submission_id is None:  # a quiz code answer: its page polls, nothing waits on it
             return
         try:
-            wakeup.notify_submission(self.wake_directory, claim.submission_id, self.relay)
+            wakeup.notify_submission(self.wake_directory, claim.submission_id, self.relay, status)
         except OSError:  # waiting requests re-check by themselves soon
             log.debug("job %s: no wake-up sent", claim.job_id, exc_info=True)
 

@@ -45,10 +45,13 @@ def wait_for_change(session: Session, viewer: User, submission_id: int, waiters,
         status = session.scalar(select(Submission.status).where(Submission.id == submission_id))
         session.commit()  # ends the read: no connection (or SQLite snapshot) held while waiting
         looked.append(status)
+        return wanted(status)
+
+    def wanted(status: str) -> bool:
         return status in FINAL or (seen is not None and status != seen)
 
     if timeout > 0:
-        waiters.wait(submission_id, changed, timeout)
+        waiters.wait(submission_id, changed, timeout, wants=wanted)
         if any(status != looked[0] for status in looked):  # it moved on meanwhile
             session.refresh(submission)
     return submission
