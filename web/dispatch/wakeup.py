@@ -251,7 +251,7 @@ class StatusWaiters:
                     with self.lock:
                         hints, waiter.hints = waiter.hints, []
                         waiter.event.clear()
-                    if not woken or wants is None or not all(h is not None and not wants(h) for h in hints):
+                    if not woken or not _only_unwanted(hints, wants):
                         break  # time to look: the re-check is due, or the news may be what it waits for
         finally:
             with self.lock:
@@ -260,6 +260,12 @@ class StatusWaiters:
                 waiting.discard(waiter)
                 if not waiting:
                     del self.events[submission_id]
+
+
+def _only_unwanted(hints: list, wants) -> bool:
+    """Every hint names a status that ``wants`` rejects (and there is one): a read would find
+    nothing worth answering with."""
+    return wants is not None and bool(hints) and all(h is not None and not wants(h) for h in hints)
 
 
 class _Waiter:
