@@ -10,7 +10,7 @@ A bug whose own family did not fail (or that has none) is charged where it first
 from __future__ import annotations
 
 from .checks.variants import explain, home_family
-from .i18n import T
+from .i18n import N_, T
 
 
 def charge_once(checks: list, families) -> list[dict]:
@@ -90,25 +90,26 @@ def summary(checks: list, causes: list[dict]) -> str:
     for cause in causes:
         n = len(cause["charged"]) + len(cause["knock_on"])
         bug = _bug(cause["diagnosis"], cause["explanation"])
-        parts.append(T("{bug} ({n} checks fail because of it; charged once, to {family})", bug=bug, n=n,
-                       family=cause["family"]) if n != 1 else
-                     T("{bug} ({n} check fails because of it; charged once, to {family})", bug=bug, n=n,
-                       family=cause["family"]))
+        parts.append(_counted(n, N_("{bug} ({n} check fails because of it; charged once, to {family})"),
+                              N_("{bug} ({n} checks fail because of it; charged once, to {family})"),
+                              bug=bug, family=cause["family"]))
     if others:
         n, first = len(others), others[0]
-        parts.append(T("{n} other failing checks, first {check}: {message}", n=n, check=first.id,
-                       message=first.message) if n != 1 else
-                     T("{n} other failing check, first {check}: {message}", n=n, check=first.id,
-                       message=first.message))
+        parts.append(_counted(n, N_("{n} other failing check, first {check}: {message}"),
+                              N_("{n} other failing checks, first {check}: {message}"),
+                              check=first.id, message=first.message))
     bugs = len(causes)
-    if not bugs:
-        head = T("no known bug matched")
-    else:
-        head = T("{n} bugs found", n=bugs) if bugs != 1 else T("{n} bug found", n=bugs)
+    head = _counted(bugs, N_("{n} bug found"), N_("{n} bugs found")) if bugs else T("no known bug matched")
     joined = parts[0]
-    for part in parts[1:]:  # each part keeps its own template
+    for part in parts[1:]:  # each part keeps its own template; "{first}; {second}" is an entry: zh joins with "；"
         joined = T("{first}; {second}", first=joined, second=part)
     return T("{head}: {parts}", head=head, parts=joined)
+
+
+def _counted(n: int, one: str, many: str, **args) -> T:
+    """The sentence for ``n`` things: English has two forms; each is its own catalogue entry, and
+    the translations word them so that one form fits every count ("найдено ошибок — {n}")."""
+    return T(one if n == 1 else many, n=n, **args)
 
 
 def _bug(name: str, explanation: str | None = None):

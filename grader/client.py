@@ -17,7 +17,7 @@ import urllib.request
 import click
 
 from . import userconfig
-from .i18n import LANGUAGES, T, gettext_for, render, skip_reason
+from .i18n import LANGUAGES, T, gettext_for, render
 
 DEFAULT_SERVER = "http://127.0.0.1:5000"
 ACCOUNT_PATH = "/account"  # where a student creates an API token (web/pages/auth.py)
@@ -110,8 +110,9 @@ def print_result(view: dict, console=None, lang: str | None = None) -> None:
     """The graded submission in the layout of ``attn-grader check``: a table of checks, then
     the first failing traceback, the score, errors and notes, in ``lang`` (see grader/i18n.py)."""
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
+
+    from .console import check_table, error_not_in_checks, print_first_traceback, score_line
 
     _ = gettext_for(lang)
     console = console or Console()
@@ -119,41 +120,16 @@ def print_result(view: dict, console=None, lang: str | None = None) -> None:
         console.print(Text.assemble((_("submission {id} ({task}) was not graded:").format(
             id=view["id"], task=view["task"]), "red"), " ", str(view.get("error"))))
         return
-    table = Table(title=_("submission {id} — task {task}").format(id=view["id"], task=view["task"]), expand=True)
-    table.add_column(_("check"), no_wrap=True)
-    table.add_column("", no_wrap=True)
-    table.add_column(_("points"), justify="right", no_wrap=True)
-    table.add_column(_("what was found"), ratio=1)
-    skipped: dict[str, int] = {}
-    for c in view.get("checks") or []:
-        message = c.get("message_i18n") or c.get("message") or ""
-        if (c.get("details") or {}).get("skipped"):  # one line per reason, as on the web page
-            reason = skip_reason(message, lang)
-            skipped[reason] = skipped.get(reason, 0) + 1
-            continue
-        mark = Text(_("pass"), style="green") if c["passed"] else Text(_("FAIL"), style="red")
-        points = f"{c['points']:g}/{c['max_points']:g}" if c["max_points"] else "-"
-        table.add_row(c["id"], mark, points, Text(render(message, lang)))
-    for reason, count in skipped.items():
-        table.add_row(_("({count} more)").format(count=count), Text(_("skip"), style="dim"), "-",
-                      Text(_("not run: {reason}").format(reason=reason)))
-    if view.get("checks"):
-        console.print(table)
+    checks = view.get("checks") or []
+    if checks:
+        console.print(check_table(_("submission {id} — task {task}").format(id=view["id"], task=view["task"]),
+                                  checks, lang))
     elif view.get("feedback") == "hidden":
         console.print(Text(_("per-check feedback is hidden for this assignment"), style="dim"))
-    for c in view.get("checks") or []:
-        traceback = (c.get("details") or {}).get("traceback")
-        if traceback and not c["passed"]:
-            console.print(Text(_("{check}: your traceback").format(check=c["id"]), style="bold"))
-            console.print(traceback, markup=False, highlight=False)
-            break
-    colour = "green" if view.get("passed") else "red"
-    summary = _("all scored checks passed") if view.get("passed") else _("some checks failed")
-    late = _(", late") if view.get("late") else ""
-    console.print(Text.assemble((_("score {score}/{max_score}").format(
-        score=f"{view.get('score') or 0:g}", max_score=f"{view.get('max_score') or 0:g}"), f"bold {colour}"),
-        f" ({summary}{late})"))
-    if view.get("error") and view["error"] not in {c.get("message") for c in view.get("checks") or []}:
+    print_first_traceback(console, checks, lang)
+    console.print(score_line(view.get("score"), view.get("max_score"), bool(view.get("passed")), lang,
+                             late=bool(view.get("late"))))
+    if error_not_in_checks(view.get("error"), checks):
         console.print(Text(render(view.get("error_i18n") or view["error"], lang), style="red"))
     notebook = view.get("notebook")
     if notebook:

@@ -8,7 +8,7 @@ import sys
 import click
 
 from . import userconfig
-from .i18n import LANGUAGES, T, gettext_for, render, skip_reason
+from .i18n import LANGUAGES, T, gettext_for, render
 
 LANG_HELP = ("Language of the output: en, ru or zh [default: `attn-grader config set lang`, "
              "else LANG/LC_ALL, else en].")
@@ -211,32 +211,16 @@ def _print_one(report, only, file, task, lang=None):
 
 def _print_report(report, file, seed, lang=None):
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
+
+    from .console import check_table, error_not_in_checks, print_first_traceback, score_line
 
     _ = gettext_for(lang)
     console = Console()
-    table = Table(title=_("{file} — task {task}").format(file=file, task=report.task), show_lines=False,
-                  expand=True)
-    table.add_column(_("check"), no_wrap=True)
-    table.add_column("", no_wrap=True)
-    table.add_column(_("points"), justify="right", no_wrap=True)
-    table.add_column(_("what was found"), ratio=1)
-    skipped: dict[str, int] = {}
-    for c in report.checks:
-        if c.details.get("skipped"):  # one line per reason, not a row per check not run
-            reason = skip_reason(c.message, lang)
-            skipped[reason] = skipped.get(reason, 0) + 1
-            continue
-        mark = Text(_("pass"), style="green") if c.passed else Text(_("FAIL"), style="red")
-        pts = f"{c.points}/{c.max_points}" if c.max_points else "-"
-        table.add_row(c.id, mark, pts, Text(render(c.message, lang)))  # Text: a student's message is never markup
-    for reason, count in skipped.items():
-        table.add_row(_("({count} more)").format(count=count), Text(_("skip"), style="dim"), "-",
-                      Text(_("not run: {reason}").format(reason=reason)))
-    console.print(table)
-    summary = report.to_dict()
-    summary = summary.get("summary_i18n") or summary["summary"]
+    said = report.to_dict()
+    checks = [dict(c, details=check.details) for c, check in zip(said["checks"], report.checks)]  # uncut
+    console.print(check_table(_("{file} — task {task}").format(file=file, task=report.task), checks, lang))
+    summary = said.get("summary_i18n") or said["summary"]
     if not report.passed and summary and not report.error:  # a load failure is its one message
         console.print(Text(render(summary, lang)))
     first = next((c for c in report.checks if c.details.get("reproduce") and not c.details.get("because_of")), None)
@@ -244,21 +228,13 @@ def _print_report(report, file, seed, lang=None):
         console.print(Text(_("to see one failure alone, on its smallest case: attn-grader check {file} --task "
                              "{task} --only {check}").format(file=file, task=report.task, check=first.id),
                            style="yellow"))
-    for c in report.checks:
-        tb = c.details.get("traceback")
-        if tb and not c.passed:
-            console.print(Text(_("{check}: your traceback").format(check=c.id), style="bold"))
-            console.print(Text(tb))
-            break
+    print_first_traceback(console, checks, lang)
     for stream, text in (("stdout", report.student_stdout), ("stderr", report.student_stderr)):
         if text.strip():  # warnings land on stderr: a student should see them too
             console.print(Text(_("your code printed (on {stream}):").format(stream=stream), style="dim"))
             console.print(text.strip()[-1500:], markup=False, highlight=False)
-    colour = "green" if report.passed else "red"
-    console.print(Text.assemble(
-        (_("score {score}/{max_score}").format(score=report.score, max_score=report.max_score), f"bold {colour}"),
-        " (" + (_("all scored checks passed") if report.passed else _("some checks failed")) + ")"))
-    if report.error and report.error not in {c.message for c in report.checks}:  # said once
+    console.print(score_line(report.score, report.max_score, report.passed, lang))
+    if error_not_in_checks(report.error, checks):  # said once
         console.print(Text(render(report.error, lang), style="red"))
     for w in report.warnings:
         console.print(Text(_("note: {warning}").format(warning=render(w, lang)), style="yellow"))

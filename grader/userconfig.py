@@ -98,6 +98,9 @@ def normalise_server(url: str) -> str:
     return url
 
 
+NORMALISE = {"server": normalise_server, "lang": normalise_lang}  # a key not listed: stripped
+
+
 @click.group("config")
 def config():
     """Remember settings for `submit` and `check`: the server's URL, your API token, the language.
@@ -124,7 +127,7 @@ def config_set(key, value):
         if key != "token":
             raise click.UsageError(f"give the value: attn-grader config set {key} VALUE")
         value = click.prompt("API token (from the account page)", hide_input=True)
-    value = normalise_server(value) if key == "server" else normalise_lang(value) if key == "lang" else value.strip()
+    value = NORMALISE.get(key, str.strip)(value)
     if not value:
         raise click.BadParameter("the value is empty", param_hint="VALUE")
     parser = _read()

@@ -36,21 +36,23 @@ def interface_language() -> str:
     return lang if lang in LANGUAGES else DEFAULT_LANGUAGE
 
 
+def _request_locale() -> str:
+    from flask_babel import get_locale
+
+    return str(get_locale() or DEFAULT_LANGUAGE)
+
+
 def grader_text(text, stored=None) -> str:
     """A grader message (a check's, a wait's units, quiz feedback: the grader's own catalogue,
     grader/i18n.py) in this request's language, from its stored template when there is one."""
-    from flask_babel import get_locale
-
     from grader.i18n import render
-    return render(stored or text, str(get_locale() or DEFAULT_LANGUAGE))
+    return render(stored or text, _request_locale())
 
 
 def grader_skip_reason(text, stored=None) -> str:
     """A skipped check's message in this request's language, without its "skipped: "."""
-    from flask_babel import get_locale
-
     from grader.i18n import skip_reason
-    return skip_reason(stored or text, str(get_locale() or DEFAULT_LANGUAGE))
+    return skip_reason(stored or text, _request_locale())
 
 
 def init_app(app: Flask) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..models import Course, Enrollment
+from ..models import Assignment, Course, Enrollment
 from .models import LtiResourceLink, LtiUser
 
 # The domain of the stand-in address of an account made from a launch without a usable e-mail.
@@ -118,8 +118,9 @@ def people(session: Session, course: Course) -> dict[int, LmsPerson]:
 
 def assignment_ids(session: Session, course: Course) -> dict[int, str]:
     """The LMS's assignment id of each of the course's assignments placed in it."""
-    ids = {a.id for a in course.assignments}
     rows = session.execute(select(LtiResourceLink.assignment_id, LtiResourceLink.lms_assignment_id)
-                           .where(LtiResourceLink.lms_assignment_id.is_not(None))
-                           .order_by(LtiResourceLink.id))
-    return {assignment: lms_id for assignment, lms_id in rows if assignment in ids}
+                           .join(Assignment, Assignment.id == LtiResourceLink.assignment_id)
+                           .where(Assignment.course_id == course.id,
+                                  LtiResourceLink.lms_assignment_id.is_not(None))
+                           .order_by(LtiResourceLink.id))  # the newest link wins
+    return {assignment: lms_id for assignment, lms_id in rows}
