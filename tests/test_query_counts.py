@@ -127,3 +127,42 @@ def test_a_students_pages_do_not_query_per_own_submission(course):
     add(20)
     many = counts()
     assert few == many, f"queries grew with the student's own submissions: {few} -> {many}"
+
+
+def test_the_api_result_view_reads_the_same_few_statements_however_often_regraded(course):
+    """Every client that waits for a result ends with this view (``attn-grader submit``, the
+    LMS tools): the token with its owner, the status, the row with its job, assignment and
+    results, and the newest result's checks. A regrade adds a result, not a statement."""
+    from service_support import fake_grade
+    from web.dispatch.worker import GradingWorker
+    from web.models import User
+    from web.services.courses import find_assignment
+    from web.services.regrade import queue_regrades
+    from web.services.submissions import submit
+
+    app, engine, people, counter = course
+    worker = GradingWorker(engine, app.config, grade_fn=fake_grade, name="qc")
+    with session_factory(engine)() as db:
+        ada = db.get(User, people["ada"]["id"])
+        sid = submit(db, ada, find_assignment(db, "sdpa"), "# SCORE=7\n").id
+    while worker.run_once(["cpu"]):
+        pass
+    client = app.test_client()
+    token = {"Authorization": f"Bearer {people['ada']['token']}"}
+
+    def statements(path):
+        counter.count = 0
+        response = client.get(path, headers=token)
+        assert response.status_code == 200 and response.get_json()["status"] == "done", path
+        return counter.count
+
+    first = {p: statements(p) for p in (f"/api/v1/submissions/{sid}",
+                                         f"/api/v1/submissions/{sid}?wait=30")}
+    assert max(first.values()) <= 5, first  # those four and SQLite's BEGIN
+    for _ in range(2):
+        with session_factory(engine)() as db:
+            queue_regrades(db, [db.get(Submission, sid)])
+        while worker.run_once(["cpu"]):
+            pass
+    again = {p: statements(p) for p in first}
+    assert again == first, f"statements grew with the regrades: {first} -> {again}"

@@ -12,7 +12,7 @@ import secrets
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from .models import ApiToken, User, utcnow
 from .security import MIN_PASSWORD_LENGTH
@@ -71,7 +71,9 @@ def user_for_token(session: Session, token: str) -> User | None:
     """The active user owning an unrevoked ``token``, or None."""
     if not token or not token.startswith(TOKEN_PREFIX):
         return None
-    row = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token)))
+    # The owner in the same statement: every API request starts here.
+    row = session.scalar(select(ApiToken).options(joinedload(ApiToken.user))
+                         .where(ApiToken.token_hash == hash_token(token)))
     if row is None or row.revoked_at is not None or not row.user.is_active:
         return None
     return row.user

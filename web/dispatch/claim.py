@@ -17,6 +17,7 @@ from datetime import timedelta
 
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import joinedload
 
 from ..db import write_session, writing
 from ..models import GradingJob, QuizAnswer, QuizAttempt, QuizTry, Result, Submission, utcnow
@@ -74,10 +75,9 @@ def _take(conn, job_condition, worker: str, lease_seconds: float, now) -> Claim 
                      device=run_device(row.queue),
                      worker=worker, quiz_try_id=row.quiz_try_id,
                      question_id=answer.question_id, seed=answer.seed, lang=answer.lang)
-    sub = conn.execute(select(Submission.task_id, Submission.code)
-                       .where(Submission.id == row.submission_id)).one()
-    conn.execute(update(Submission).where(Submission.id == row.submission_id)
-                 .values(status="running"))
+    sub = conn.execute(update(Submission).where(Submission.id == row.submission_id)
+                       .values(status="running")
+                       .returning(Submission.task_id, Submission.code)).one()
     return Claim(job_id=row.id, submission_id=row.submission_id, attempt=row.attempts,
                  max_attempts=row.max_attempts, queue=row.queue, task_id=sub.task_id,
                  code=sub.code, device=run_device(row.queue), worker=worker)
@@ -138,7 +138,9 @@ def finish(engine: Engine, claim: Claim, report: dict, now=None) -> bool:
 
             record_quiz_result(session, claim.quiz_try_id, report, now)
             return True
-        submission = session.get(Submission, claim.submission_id)
+        # with its assignment, which record_result reads (the late penalty, family points)
+        submission = session.get(Submission, claim.submission_id,
+                                 options=[joinedload(Submission.assignment)])
         graded_before = session.scalar(select(Result.id).where(
             Result.submission_id == submission.id).limit(1)) is not None  # not every report loaded
         kind = "regrade" if graded_before else "grade"

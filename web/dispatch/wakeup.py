@@ -228,19 +228,21 @@ class StatusWaiters:
         hints are only a sender's word, so the database stays the judge: any wake-up without a
         hint, and the periodic re-check, still read it.
         """
-        if changed():
-            return True
         with self.lock:
-            if self.waiting >= self.capacity or timeout <= 0:
-                return False
-            self.waiting += 1
-            self._start()
-            waiter = _Waiter()
-            self.events.setdefault(submission_id, set()).add(waiter)
+            full = self.waiting >= self.capacity or timeout <= 0
+            if not full:
+                self.waiting += 1
+                self._start()
+                waiter = _Waiter()
+                self.events.setdefault(submission_id, set()).add(waiter)
+        if full:  # a look, and the answer as it is
+            return changed()
         try:
             deadline = time.monotonic() + timeout
             while True:
-                if changed():  # also catches a change between the first look and registering
+                # The first look comes after registering, so a change that lands between
+                # the caller's own look and this one still wakes the wait: one read spared.
+                if changed():
                     return True
                 recheck_at = time.monotonic() + RECHECK_SECONDS
                 while True:

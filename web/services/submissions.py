@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from flask_babel import gettext
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from grader.client import wait_phrase
 from grader.notebook import CellMap, NotebookError, annotate_check, is_notebook, notebook_script
@@ -175,12 +175,29 @@ def submit(session: Session, user: User, assignment: Assignment, code: str | byt
     return submission
 
 
+def may_see(viewer: User, owner_id: int) -> bool:
+    """Whether ``viewer`` may see a submission of user ``owner_id``: their own, or any for
+    instructors."""
+    return owner_id == viewer.id or viewer.is_instructor
+
+
 def get_submission(session: Session, viewer: User, submission_id: int) -> Submission | None:
-    """The submission if ``viewer`` may see it (their own, or any for instructors)."""
+    """The submission if ``viewer`` may see it (``may_see``)."""
     submission = session.get(Submission, submission_id)
-    if submission is None or (submission.user_id != viewer.id and not viewer.is_instructor):
+    if submission is None or not may_see(viewer, submission.user_id):
         return None
     return submission
+
+
+# What ``submission_view`` reads besides the row (its job, assignment and results), loaded
+# with it in one statement instead of one lazy load each; the newest result's checks follow.
+VIEW_LOAD = (joinedload(Submission.job), joinedload(Submission.assignment),
+             joinedload(Submission.results))
+
+
+def load_for_view(session: Session, submission_id: int) -> Submission | None:
+    """The submission as it is now in the database, with what ``submission_view`` reads."""
+    return session.get(Submission, submission_id, options=VIEW_LOAD, populate_existing=True)
 
 
 def list_submissions(session: Session, user: User, assignment: Assignment | None = None,

@@ -6,7 +6,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..models import Submission, User
-from .submissions import get_submission
+from .submissions import load_for_view, may_see
 
 FINAL = ("done", "failed")
 MAX_WAIT_SECONDS = 60.0  # longer than this and proxies start closing idle connections
@@ -32,26 +32,25 @@ def wait_for_change(session: Session, viewer: User, submission_id: int, waiters,
     ``seen``; after ``timeout`` seconds as it is then. None if ``viewer`` may not see it.
 
     Between looks the request holds no database connection: each look is its own short
-    read transaction, and the worker's wake-up (``web.dispatch.wakeup``) triggers the next.
+    read of the status alone, and the worker's wake-up (``web.dispatch.wakeup``) triggers
+    the next. The row, with what ``submission_view`` reads, is loaded once, at the end.
     """
-    submission = get_submission(session, viewer, submission_id)
-    if submission is None:
+    first = session.execute(select(Submission.user_id, Submission.status)
+                            .where(Submission.id == submission_id)).first()
+    if first is None or not may_see(viewer, first.user_id):
         return None
-
-    looked = [submission.status]
-
-    def changed() -> bool:
-        # The status alone: each look is one small read, the whole row is loaded once at the end.
-        status = session.scalar(select(Submission.status).where(Submission.id == submission_id))
-        session.commit()  # ends the read: no connection (or SQLite snapshot) held while waiting
-        looked.append(status)
-        return wanted(status)
 
     def wanted(status: str) -> bool:
         return status in FINAL or (seen is not None and status != seen)
 
-    if timeout > 0:
+    def changed() -> bool:
+        status = session.scalar(select(Submission.status).where(Submission.id == submission_id))
+        if wanted(status):
+            return True  # the row is loaded next, in this same read
+        session.commit()  # ends the read: no connection (or SQLite snapshot) held while waiting
+        return False
+
+    if timeout > 0 and not wanted(first.status):
+        session.commit()
         waiters.wait(submission_id, changed, timeout, wants=wanted)
-        if any(status != looked[0] for status in looked):  # it moved on meanwhile
-            session.refresh(submission)
-    return submission
+    return load_for_view(session, submission_id)
