@@ -286,7 +286,8 @@ def main() -> int:
             # just before and just after it.
             around = limit_runs[-2]["times"] + limit_runs[-1]["times"]
             load["limit_s"] = med(around)
-            load["ratio"] = load["per_minute"] / (workers * 60 / load["limit_s"])
+            load["limit_per_minute"] = workers * 60 / load["limit_s"]
+            load["ratio"] = load["per_minute"] / load["limit_per_minute"]
             bursts[kind].append(load)
             idle[kind] += idle_times
             print(f"round {round_ + 1}, {kind}: {load['per_minute']:.0f} graded/min = "
@@ -294,8 +295,7 @@ def main() -> int:
                   flush=True)
     bare += [wall([sys.executable, "-c", "import torch"]) for _ in range(args.repeat)]
     limit_import = med(bare)  # the idle rows' limit: timed before and after the service rows
-    all_times = [t for run in limit_runs for t in run["times"]]
-    limit_grade = med(all_times)
+    limit_grade = med([t for run in limit_runs for t in run["times"]])
     run_medians = [med(run["times"]) for run in limit_runs]
     all_checks = [c for run in limit_runs for c in run["checks"]]
 
@@ -303,14 +303,11 @@ def main() -> int:
         return "" if len(values) < 2 else \
             f"; {len(values)} bursts: " + ", ".join(f"{v:.2f}" for v in values)
 
-    def burst_row(kind: str) -> tuple[dict, float]:
-        """The median burst (by its ratio) and that ratio."""
+    def median_burst(kind: str) -> dict:
         ordered = sorted(bursts[kind], key=lambda b: b["ratio"])
-        middle = ordered[(len(ordered) - 1) // 2]  # the lower median of an even count
-        return middle, middle["ratio"]
+        return ordered[(len(ordered) - 1) // 2]  # the lower median of an even count
 
-    load, load_ratio = burst_row("serve")
-    sidle = idle.get("scaled")
+    load = median_burst("serve")
     idle_serve = idle["serve"]
     rows = [
         ("grade_source, warm, pinned to one core (limit)", f"{limit_grade * 1000:.0f} ms",
@@ -322,21 +319,21 @@ def main() -> int:
          med(free["times"]) / limit_grade),
         (f"burst: {args.count} submissions, {args.clients} API clients, serve, SQLite, "
          f"{args.workers} workers", f"{load['per_minute']:.0f} graded/min",
-         f"limit {workers * 60 / load['limit_s']:.0f}/min; grading p50 "
+         f"limit {load['limit_per_minute']:.0f}/min; grading p50 "
          f"{load['grading_p50'] * 1000:.0f} ms = {load['grading_p50'] / load['limit_s']:.2f}x "
          f"one-core grade (claim and store {(load['around_grading_p50'] or 0) * 1000:.0f} ms "
          f"of it); submit->result p50 {load['latency_p50']:.2f} s, p95 {load['latency_p95']:.2f} s"
-         f"{spread([b['ratio'] for b in bursts['serve']])}", load_ratio),
+         f"{spread([b['ratio'] for b in bursts['serve']])}", load["ratio"]),
     ]
     if args.scaled:
-        sload, sratio = burst_row("scaled")
+        sload, sidle = median_burst("scaled"), idle["scaled"]
         rows.append((f"the burst on gunicorn + PostgreSQL + Redis + {args.workers} attn-grader "
                      f"worker", f"{sload['per_minute']:.0f} graded/min",
-                     f"limit {workers * 60 / sload['limit_s']:.0f}/min; grading p50 "
+                     f"limit {sload['limit_per_minute']:.0f}/min; grading p50 "
                      f"{sload['grading_p50'] * 1000:.0f} ms; submit->result p50 "
                      f"{sload['latency_p50']:.2f} s; idle submit->result {med(sidle) * 1000:.0f} ms "
                      f"(p90 {p90(sidle) * 1000:.0f}) = {med(sidle) / limit_import:.2f}x import torch"
-                     f"{spread([b['ratio'] for b in bursts['scaled']])}", sratio))
+                     f"{spread([b['ratio'] for b in bursts['scaled']])}", sload["ratio"]))
     rows += [
         ("one submission on the idle service, submit->result", f"{med(idle_serve) * 1000:.0f} ms",
          f"vs import torch; p90 {p90(idle_serve) * 1000:.0f} ms = "

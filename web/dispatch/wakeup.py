@@ -221,7 +221,8 @@ class StatusWaiters:
     def wait(self, submission_id: int, changed, timeout: float, wants=None) -> bool:
         """Wait up to ``timeout`` s until ``changed()`` is true; returns its last value.
 
-        ``changed`` reads the database (in a fresh transaction each call). ``wants(status)``,
+        ``changed`` reads the database (ending its read unless it returns true, so nothing
+        is held while waiting). ``wants(status)``,
         if given, says whether a message's status hint could make ``changed()`` true: a wake-up
         whose every hint it rejects (a "running" when only a result will do) costs no read. Each
         status change arrives twice where a Redis relay runs beside the datagrams, and the
