@@ -265,6 +265,22 @@ def test_the_broker_carries_only_job_ids_and_leaves_retries_and_limits_to_the_jo
         assert actor.options["time_limit"] > 900_000  # the worker's own limit comes first
         actor.fn(7)
     assert handled == [7, 7]
+
+
+def test_a_worker_consumes_only_its_queues_not_dramatiqs_unused_delay_queues(redis_url):
+    import dramatiq
+
+    from web.dispatch.broker import declare_actors, make_broker
+
+    broker = make_broker(*redis_url)
+    declare_actors(broker, lambda job_id: None, max_grade_seconds=900.0)  # as run_dramatiq does
+    worker = dramatiq.Worker(broker, queues={"cpu"}, worker_threads=1, worker_timeout=50)
+    worker.start()
+    try:  # a "cpu.DQ" consumer would fetch from Redis as often as the real one, for nothing
+        assert set(worker.consumers) == {"cpu"}
+    finally:
+        worker.stop()
+        broker.close()
 def test_a_worker_warms_up_on_each_device_without_taking_a_job(service):
     from reference_impl import attention
 

@@ -83,6 +83,12 @@ def declare_actors(broker: dramatiq.Broker, handle_job, max_grade_seconds: float
     for queue in QUEUES:
         dramatiq.actor(handle_job, broker=broker, actor_name=actor_name(queue), queue_name=queue,
                        time_limit=int(2_000 * max_grade_seconds), **NO_RETRIES)
+    # Dramatiq declares a delay queue beside each queue, and a worker consumes every declared
+    # one. Nothing here is ever delayed (no retries, no eta), yet on Redis that consumer fetched
+    # as often as the real one (every DRAMATIQ_IDLE_MS when idle, and throughout a burst, when
+    # the real one sits on a full prefetch): half the worker's broker calls, a few ms of CPU per
+    # job. Forgotten before the worker starts, they get no consumer.
+    broker.delay_queues.clear()
 
 
 _dispatchers: dict = {}
