@@ -202,9 +202,9 @@ def healthz():
     try:
         with engine.connect() as conn:
             conn.execute(text("SELECT 1"))
-        revision = current_revision(engine)
-        checks["database"] = "ok" if revision == head_revision() else \
-            f"at revision {revision}, code needs {head_revision()}"
+        revision, head = current_revision(engine), head_revision()
+        checks["database"] = "ok" if revision == head else \
+            f"at revision {revision}, code needs {head}"
     except SQLAlchemyError as exc:
         checks["database"] = f"unreachable: {type(getattr(exc, 'orig', exc)).__name__}"
         status = 503
