@@ -166,3 +166,34 @@ def test_the_api_result_view_reads_the_same_few_statements_however_often_regrade
             pass
     again = {p: statements(p) for p in first}
     assert again == first, f"statements grew with the regrades: {first} -> {again}"
+
+
+def test_the_api_task_list_reads_the_same_statements_however_many_tasks(course):
+    """``attn-grader tasks`` lists each task with the student's attempts so far: counted for
+    every task in one statement, not one count per task."""
+    from web.models import Assignment, User
+    from web.services.courses import default_course, find_assignment
+    from web.services.submissions import submit
+
+    app, engine, people, counter = course
+    client = app.test_client()
+    token = {"Authorization": f"Bearer {people['ada']['token']}"}
+
+    def statements():
+        counter.count = 0
+        response = client.get("/api/v1/tasks", headers=token)
+        assert response.status_code == 200
+        return counter.count, {t["assignment"]: t["attempts_used"] for t in response.get_json()["tasks"]}
+
+    before, _ = statements()
+    with session_factory(engine)() as db:
+        course_row = default_course(db)
+        for n in range(3):
+            db.add(Assignment(course_id=course_row.id, slug=f"sdpa-extra-{n}", title=f"Extra {n}",
+                              kind="task", task_id="sdpa", position=100 + n))
+        db.commit()
+        ada = db.get(User, people["ada"]["id"])
+        submit(db, ada, find_assignment(db, "sdpa-extra-1"), "# SCORE=7\n")
+    after, used = statements()
+    assert after == before, f"statements grew with the tasks: {before} -> {after}"
+    assert (used["sdpa-extra-0"], used["sdpa-extra-1"]) == (0, 1)

@@ -99,6 +99,13 @@ def attempts_used(session: Session, user: User, assignment: Assignment) -> int:
         Submission.user_id == user.id, Submission.assignment_id == assignment.id)) or 0
 
 
+def attempts_by_assignment(session: Session, user: User) -> dict[int, int]:
+    """``attempts_used`` for every assignment the user has submitted to, in one statement."""
+    return dict(session.execute(select(Submission.assignment_id, func.count(Submission.id))
+                                .where(Submission.user_id == user.id)
+                                .group_by(Submission.assignment_id)).all())
+
+
 def _check_window(session: Session, user: User, assignment: Assignment, now: datetime) -> None:
     """Enforce the assignment's ``rate_limit_count`` submissions per ``rate_limit_seconds``."""
     count, seconds = assignment.rate_limit_count, assignment.rate_limit_seconds
