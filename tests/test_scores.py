@@ -41,6 +41,19 @@ def test_the_missing_scale_costs_the_scale_points_only_and_says_so():
     assert report["score"] == 100 - next(c["max_points"] for c in report["checks"] if c["id"] == "scale.default")
 
 
+def test_scaling_by_the_values_width_is_named_and_charged_to_scale():
+    """1/√(value.size(-1)) is right whenever E = Ev, so only the checks with a wider or narrower
+    value see it; the scale read-out and those checks name the same bug, charged once."""
+    path = os.path.join(CORPUS, "sdpa", "buggy", "scale_value_dim.py")
+    report = grade_source(_read(path), "sdpa", seed=5, sandbox="auto").to_dict()
+    (cause,) = report["causes"]
+    assert (cause["diagnosis"], cause["family"], cause["charged"]) == ("scale_dv", "scale", ["scale.default"])
+    assert "output.shapes" in cause["knock_on"]
+    read_out = next(c for c in report["checks"] if c["id"] == "scale.default")
+    assert "the values' last dimension" in read_out["message"]
+    assert report["score"] == 100 - read_out["max_points"]
+
+
 def test_a_correct_file_that_prints_megabytes_still_scores_full_marks(tmp_path):
     loud = _read(CORRECT).replace("def scaled_dot_product_attention(", "def _quiet(") + (
         "\n\ndef scaled_dot_product_attention(*args, **kwargs):\n"

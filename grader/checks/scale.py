@@ -69,8 +69,9 @@ def _read_weights(ctx, d: int, L: int, S: int, scale=None):
     return weights_from(out, v)[0, 0], (q @ k.transpose(-2, -1))[0, 0]
 
 
-def name_scale(found: dict, heads: dict | None = None) -> str:
-    """A student-facing name for a pattern of fitted scales {d_k: scale}."""
+def name_scale(found: dict, heads: dict | None = None, value_width: int | None = None) -> str:
+    """A student-facing name for a pattern of fitted scales {d_k: scale}; ``value_width``: the
+    read-out values' last dimension, constant over the calls."""
     ds = sorted(found)
     close = lambda a, b: abs(a - b) <= 2e-3 * abs(b)
     if all(close(found[d], 1.0) for d in ds):
@@ -81,6 +82,9 @@ def name_scale(found: dict, heads: dict | None = None) -> str:
         return T("√d_k: you multiply by √d_k instead of dividing")
     if heads and all(close(found[d], 1 / math.sqrt(d * heads[d])) for d in ds) and any(heads[d] > 1 for d in ds):
         return T("1/√d_model instead of per-head 1/√d_k")
+    if value_width and all(close(found[d], 1 / math.sqrt(value_width)) for d in ds):
+        return T("1/√{width}, the values' last dimension: scale by 1/√(query.size(-1)), not "
+                 "1/√(value.size(-1))", width=value_width)
     values = [found[d] for d in ds]
     if all(close(v, values[0]) for v in values) and values[0] > 0:
         equiv = 1 / values[0] ** 2
@@ -91,7 +95,7 @@ def name_scale(found: dict, heads: dict | None = None) -> str:
              right=1 / math.sqrt(worst))
 
 
-def scale_bug(found: dict, heads: dict | None = None) -> str | None:
+def scale_bug(found: dict, heads: dict | None = None, value_width: int | None = None) -> str | None:
     """The named bug (a key of ``variants.BUGS``) a pattern of fitted scales is, if any."""
     ds = sorted(found)
     close = lambda a, b: abs(a - b) <= 2e-3 * abs(b)
@@ -103,6 +107,8 @@ def scale_bug(found: dict, heads: dict | None = None) -> str | None:
         return "scale_sqrt_mult"
     if heads and all(close(found[d], 1 / math.sqrt(d * heads[d])) for d in ds) and any(heads[d] > 1 for d in ds):
         return "scale_dmodel"
+    if value_width and all(close(found[d], 1 / math.sqrt(value_width)) for d in ds):
+        return "scale_dv"
     if not heads and all(close(found[d], 1 / 8) for d in ds):
         return "scale_constant"
     return None
@@ -139,11 +145,12 @@ def sdpa_default(ctx):
         ctx.diagnoses.append("scale_after_softmax")
         raise Fail(T("your weights sum to 1/√d_k: you scale after the softmax; the 1/√d_k "
                      "belongs on the scores"), details)
-    if scale_bug(found):
-        details["diagnosis"] = scale_bug(found)
+    width = S + 3  # the read-out values' (readout_values)
+    if scale_bug(found, value_width=width):
+        details["diagnosis"] = scale_bug(found, value_width=width)
         ctx.diagnoses.append(details["diagnosis"])
-    raise Fail(T("Scale found: {scale}. {variance}", scale=name_scale(found), variance=_variance_sentence(table)),
-               details)
+    raise Fail(T("Scale found: {scale}. {variance}", scale=name_scale(found, value_width=width),
+                 variance=_variance_sentence(table)), details)
 
 
 def _variance_sentence(table: list) -> str:

@@ -50,6 +50,8 @@ BUGS = {
     "batch_mixed": N_("every query attends to the keys of every batch element: you flattened the batch "
                       "dimensions into the sequence; keep them as leading dimensions"),
     "scale_dmodel": N_("you scale by 1/√d_model instead of the per-head 1/√d_k"),
+    "scale_dv": N_("you scale by 1/√ of the values' last dimension (value.size(-1)) instead of the "
+                   "queries' and keys' d_k = query.size(-1); the two differ when value is wider or narrower"),
     "scale_constant": N_("you hard-code the scale 1/8 (that is 1/√64), which is right only at d_k = 64: use "
                          "1/√(query.size(-1))"),
     "no_out_proj": N_("you leave out the output projection w_o"),
@@ -106,6 +108,8 @@ def sdpa_variants(q, k, v, attn_mask=None, is_causal=False, scale=None) -> dict:
         out["batch_mixed"] = mixed.reshape(*batch, L, v.size(-1))
     if scale is None and d != 64:
         out["scale_constant"] = attend(q, k, v, 1 / 8, keep=keep, additive=additive)
+    if scale is None and v.size(-1) != d:
+        out["scale_dv"] = attend(q, k, v, 1 / math.sqrt(v.size(-1)), keep=keep, additive=additive)
     if scale is not None:
         out["scale_ignored"] = attend(q, k, v, 1 / math.sqrt(d), keep=keep, additive=additive)
         out["scale_twice"] = attend(q, k, v, scale / math.sqrt(d), keep=keep, additive=additive)
@@ -239,7 +243,7 @@ def explain(name: str | None) -> str:
 HOME = {
     "no_scale": ("scale", "output"), "scale_dk": ("scale",), "scale_sqrt_mult": ("scale",),
     "scale_ignored": ("scale",), "scale_twice": ("scale",), "scale_dmodel": ("scale",),
-    "scale_constant": ("scale",),
+    "scale_constant": ("scale",), "scale_dv": ("scale",),
     "scale_after_softmax": ("weights", "scale"), "softmax_queries": ("weights", "output"),
     "mask_polarity": ("mask",), "masked_fill_zero": ("mask",), "mask_multiply": ("mask",),
     "mask_after_softmax": ("mask",), "mask_ignored": ("mask",), "bool_mask_added": ("mask",),

@@ -1,0 +1,20 @@
+# expect: scale
+# bug: scales by 1/sqrt of the values' width instead of the keys'
+import math
+
+import torch
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=False, scale=None):
+    if scale is None:
+        scale = 1 / math.sqrt(value.size(-1))  # should be query.size(-1)
+    scores = query @ key.transpose(-2, -1) * scale  # (..., L, S)
+    if is_causal:
+        L, S = query.size(-2), key.size(-2)
+        scores = scores.masked_fill(~torch.ones(L, S, dtype=torch.bool).tril(), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    return torch.softmax(scores, dim=-1) @ value
