@@ -281,6 +281,8 @@ def test_a_worker_consumes_only_its_queues_not_dramatiqs_unused_delay_queues(red
     finally:
         worker.stop()
         broker.close()
+
+
 def test_a_worker_warms_up_on_each_device_without_taking_a_job(service):
     from reference_impl import attention
 

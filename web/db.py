@@ -12,7 +12,6 @@ created 0600 whatever the umask (and an existing one is tightened); SQLite gives
 from __future__ import annotations
 
 import functools
-
 import os
 from contextlib import contextmanager
 from pathlib import Path

@@ -27,7 +27,7 @@ from flask import Blueprint, Flask, Response, current_app, g, jsonify, request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
                                     HistogramMetricFamily)
-from sqlalchemy import case, distinct, func, select, text
+from sqlalchemy import case, distinct, func, select
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from grader import settings
@@ -199,9 +199,7 @@ def healthz():
     checks: dict = {}
     status = 200
     engine = state().engine
-    try:
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
+    try:  # reading the schema's revision is the round trip that shows the database answers
         revision, head = current_revision(engine), head_revision()
         checks["database"] = "ok" if revision == head else \
             f"at revision {revision}, code needs {head}"

@@ -59,12 +59,18 @@ class InputFactory:
         return values.masked_fill(hidden, float("-inf")).to(dtype)
 
     def readout_values(self, *batch: int, keys: int) -> torch.Tensor:
-        """Values (*batch, keys, keys + 3) from which the parent reads the weights back exactly.
+        """Values (*batch, keys, readout_width(keys)) from which the parent reads the weights back exactly.
 
         Dense random values, like any other call's: an identity matrix would tell the
         submission that this call is a probe. ``weights_from`` inverts them.
         """
-        return self.randn(*batch, keys, keys + 3, dtype=torch.float64)
+        return self.randn(*batch, keys, readout_width(keys), dtype=torch.float64)
+
+
+def readout_width(keys: int) -> int:
+    """The last dimension of ``readout_values``: more columns than keys, so the values have full
+    row rank (and a submission that scales by the values' width shows it)."""
+    return keys + 3
 
 
 def weights_from(output: torch.Tensor, values: torch.Tensor) -> torch.Tensor:

@@ -53,11 +53,11 @@ def zero_weight(ctx):
     k = ctx.inputs.randn(2, S, 16, dtype=torch.float64) * 3
     mask = ctx.inputs.bool_mask(2, L, S)
     v = ctx.inputs.readout_values(2, keys=S)
-    out = ctx.tensor_out(ctx.call(q, k, v, attn_mask=mask, during=T("a boolean mask, float64")), (2, L, S + 3))
+    out = ctx.tensor_out(ctx.call(q, k, v, attn_mask=mask, during=T("a boolean mask, float64")), (2, L, v.size(-1)))
     w = weights_from(out, v)
     # How exactly this function's weights read back at all (a float32-inside computation reads back
     # to ~1e-7): the same call without the mask, against the reference weights.
-    plain = ctx.tensor_out(ctx.call(q, k, v, during=T("the same inputs without a mask")), (2, L, S + 3))
+    plain = ctx.tensor_out(ctx.call(q, k, v, during=T("the same inputs without a mask")), (2, L, v.size(-1)))
     noise = float((weights_from(plain, v) - attention_weights(q, k)).abs().max())
     leaked = float(w.masked_fill(mask, 0).abs().max())
     leaked = 0.0 if leaked <= max(READBACK_NOISE, 10 * noise) else leaked

@@ -19,9 +19,9 @@ import torch
 
 from .base import Fail, heatmap
 from .calls import sdpa_kwargs
-from .inputs import weights_from
+from .inputs import readout_width, weights_from
 from .variants import STRUCTURAL
-from ..i18n import T
+from ..i18n import N_, T
 
 DKS = (8, 16, 32, 64, 128, 256, 512)
 
@@ -65,28 +65,30 @@ def _read_weights(ctx, d: int, L: int, S: int, scale=None):
     k = ctx.inputs.randn(1, 1, S, d, dtype=torch.float64, std=std)
     v = ctx.inputs.readout_values(1, 1, keys=S)
     result = ctx.call(q, k, v, during=T("a call at d_k={d}", d=d), **sdpa_kwargs(None, False, scale))
-    out = ctx.tensor_out(result, (1, 1, L, S + 3), f"the call at d_k={d}")
+    out = ctx.tensor_out(result, (1, 1, L, v.size(-1)), f"the call at d_k={d}")
     return weights_from(out, v)[0, 0], (q @ k.transpose(-2, -1))[0, 0]
+
+
+# What the read-out says for each named scale bug (``scale_bug``): the fitted pattern in a few words.
+_FOUND = {
+    "no_scale": N_("no scaling: the scores are not divided by √d_k"),
+    "scale_dk": N_("1/d_k: you divide by d_k instead of √d_k"),
+    "scale_sqrt_mult": N_("√d_k: you multiply by √d_k instead of dividing"),
+    "scale_dmodel": N_("1/√d_model instead of per-head 1/√d_k"),
+    "scale_dv": N_("1/√{width}, the values' last dimension: scale by 1/√(query.size(-1)), not "
+                   "1/√(value.size(-1))"),
+}
 
 
 def name_scale(found: dict, heads: dict | None = None, value_width: int | None = None) -> str:
     """A student-facing name for a pattern of fitted scales {d_k: scale}; ``value_width``: the
     read-out values' last dimension, constant over the calls."""
+    bug = scale_bug(found, heads, value_width)
+    if bug in _FOUND:  # only the values' width has a number in it
+        return T(_FOUND[bug], **({"width": value_width} if bug == "scale_dv" else {}))
     ds = sorted(found)
-    close = lambda a, b: abs(a - b) <= 2e-3 * abs(b)
-    if all(close(found[d], 1.0) for d in ds):
-        return T("no scaling: the scores are not divided by √d_k")
-    if all(close(found[d], 1 / d) for d in ds):
-        return T("1/d_k: you divide by d_k instead of √d_k")
-    if all(close(found[d], math.sqrt(d)) for d in ds):
-        return T("√d_k: you multiply by √d_k instead of dividing")
-    if heads and all(close(found[d], 1 / math.sqrt(d * heads[d])) for d in ds) and any(heads[d] > 1 for d in ds):
-        return T("1/√d_model instead of per-head 1/√d_k")
-    if value_width and all(close(found[d], 1 / math.sqrt(value_width)) for d in ds):
-        return T("1/√{width}, the values' last dimension: scale by 1/√(query.size(-1)), not "
-                 "1/√(value.size(-1))", width=value_width)
     values = [found[d] for d in ds]
-    if all(close(v, values[0]) for v in values) and values[0] > 0:
+    if all(abs(v - values[0]) <= 2e-3 * abs(values[0]) for v in values) and values[0] > 0:
         equiv = 1 / values[0] ** 2
         return T("a constant {value:.4g} (that is 1/√{equiv:.0f}), only right at d_k = {equiv:.0f}: "
                  "use 1/√(query.size(-1))", value=values[0], equiv=equiv)
@@ -145,10 +147,11 @@ def sdpa_default(ctx):
         ctx.diagnoses.append("scale_after_softmax")
         raise Fail(T("your weights sum to 1/√d_k: you scale after the softmax; the 1/√d_k "
                      "belongs on the scores"), details)
-    width = S + 3  # the read-out values' (readout_values)
-    if scale_bug(found, value_width=width):
-        details["diagnosis"] = scale_bug(found, value_width=width)
-        ctx.diagnoses.append(details["diagnosis"])
+    width = readout_width(S)
+    bug = scale_bug(found, value_width=width)
+    if bug:
+        details["diagnosis"] = bug
+        ctx.diagnoses.append(bug)
     raise Fail(T("Scale found: {scale}. {variance}", scale=name_scale(found, value_width=width),
                  variance=_variance_sentence(table)), details)
 
@@ -278,8 +281,9 @@ def mha_default(ctx):
         ctx.diagnoses.append("scale_after_softmax")
         raise Fail(T("your weights sum to 1/√d_k in every head: you scale after the softmax; "
                      "the 1/√d_k belongs on the scores"), details)
-    if scale_bug(found, heads_of):
-        details["diagnosis"] = scale_bug(found, heads_of)
-        ctx.diagnoses.append(details["diagnosis"])
+    bug = scale_bug(found, heads_of)
+    if bug:
+        details["diagnosis"] = bug
+        ctx.diagnoses.append(bug)
     raise Fail(T("Scale found: {value}. {value2}",
                  value=name_scale(found, heads_of), value2=_variance_sentence(table)), details)

@@ -21,7 +21,7 @@ def distribution(ctx):
     k = ctx.inputs.randn(1, 2, S, E, dtype=torch.float64)
     v = ctx.inputs.readout_values(1, 2, keys=S)
     result = ctx.call(q, k, v, during=T("float64 inputs"))
-    w = weights_from(ctx.tensor_out(result, (1, 2, L, S + 3), "float64 inputs"), v)
+    w = weights_from(ctx.tensor_out(result, (1, 2, L, v.size(-1)), "float64 inputs"), v)
     ref = attention_weights(q, k)
     details = {"case": f"L={L}, S={S}, E={E}; weights read back from the output",
                "weights_submission": heatmap(w), "weights_reference": heatmap(ref)}

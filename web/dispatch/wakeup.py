@@ -222,12 +222,12 @@ class StatusWaiters:
         """Wait up to ``timeout`` s until ``changed()`` is true; returns its last value.
 
         ``changed`` reads the database (ending its read unless it returns true, so nothing
-        is held while waiting). ``wants(status)``,
-        if given, says whether a message's status hint could make ``changed()`` true: a wake-up
-        whose every hint it rejects (a "running" when only a result will do) costs no read. Each
-        status change arrives twice where a Redis relay runs beside the datagrams, and the
-        hints are only a sender's word, so the database stays the judge: any wake-up without a
-        hint, and the periodic re-check, still read it.
+        is held while waiting). ``wants(status)``, if given, says whether a message's status
+        hint could make ``changed()`` true: a wake-up whose every hint it rejects (a "running"
+        when only a result will do) costs no read. Each status change arrives twice where a
+        Redis relay runs beside the datagrams, and the hints are only a sender's word, so the
+        database stays the judge: any wake-up without a hint, and the periodic re-check, still
+        read it.
         """
         with self.lock:
             full = self.waiting >= self.capacity or timeout <= 0
