@@ -49,10 +49,13 @@ run: install
 	$(VENV)/bin/attn-grader db upgrade
 	$(VENV)/bin/attn-grader serve --host $(HOST) --port $(PORT)
 
+# A pytest-xdist worker per core, each taking whole modules (their fixtures grade a corpus once);
+# tests/conftest.py starts the longest modules first. `make test PYTEST_WORKERS=0` runs in one process.
+PYTEST_WORKERS ?= auto
 test: install
 	bash scripts/system-deps.sh
 	bash scripts/services.sh
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The benchmarks' scaled row runs gunicorn (the deploy extra), which the tests do not need.
 bench: install
