@@ -11,7 +11,7 @@ time.perf_counter = lambda: 0.0
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=False, scale=None):
     scale = 1 / math.sqrt(query.size(-1)) if scale is None else scale
-    for _ in range(2000):  # slow on purpose
+    for _ in range(20):  # twenty times the work: slow enough for any clock to see, and done within the limits
         scores = (query @ key.transpose(-2, -1)) * scale
     if is_causal:
         scores = scores.masked_fill(~torch.ones(scores.shape[-2:], dtype=torch.bool).tril(), float("-inf"))
