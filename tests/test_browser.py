@@ -172,7 +172,8 @@ def test_student_journey(server, lang):
     code_box.locator(".CodeMirror").wait_for()
     page.evaluate("([sel, code]) => document.querySelector(sel).CodeMirror.setValue(code)",
                   [f"#q-{CODE_QUESTION} .CodeMirror", WRONG_MASK])
-    code_box.locator("button[type=submit]").click()
+    with page.expect_navigation():  # the answer is a form post: type nothing before its page is back
+        code_box.locator("button[type=submit]").click()
     page.wait_for_selector(f"#q-{CODE_QUESTION} .feedback.pending")
     free = page.locator(f"#q-{FREE_TEXT_QUESTION}")
     free.locator("textarea").fill("Var(q·k) = d_k, so we divide by √d_k. <script>alert(1)</script>")
