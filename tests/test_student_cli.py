@@ -185,9 +185,10 @@ def _share_torch(venv: Path) -> None:
     todo, seen = ["torch"], set()
     while todo:
         dist = metadata.distribution(todo.pop())
-        if canonicalize_name(dist.metadata["Name"]) in seen:
+        name = canonicalize_name(dist.metadata["Name"])
+        if name in seen:
             continue
-        seen.add(canonicalize_name(dist.metadata["Name"]))
+        seen.add(name)
         for text in dist.requires or []:
             req = Requirement(text)
             if req.marker is None or req.marker.evaluate({"extra": ""}):
