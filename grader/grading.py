@@ -23,7 +23,7 @@ from .i18n import T, entry
 from .sandbox import SandboxSession
 from .tasks import registry
 
-CHECK_SECONDS = 8.0   # per-check wall budget; one slow check fails alone
+CHECK_SECONDS = 8.0   # per-check budget of the student's own time (no waits for a core); one slow check fails alone
 DETAILS_LIMIT = 20_000  # bytes of JSON per check's details
 CRASH_LIMIT = 6       # crashes/timeouts after which the remaining checks are not run (each costs a new child)
 
@@ -152,7 +152,7 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
                              f"{', '.join(c.id for c in t.checks)}")
         t = dataclasses.replace(t, _grading=dataclasses.replace(t._built(), checks=_with_needs(t.checks, only)))
     started = time.monotonic()
-    report = GradeReport(task=task, checks=[], seed_public=seed)
+    report = GradeReport(task=task, checks=[], seed_public=seed, timings={"student_s": 0.0})
     max_points = _max_points(full)  # the whole task's split, also with only=
     # The server passes server_seed (derived from its secret and the submission's content: the same
     # code always meets the same inputs, which no student can compute); it is never echoed.
@@ -255,6 +255,8 @@ def _clip(text: str, limit: int = 4000) -> str:
 
 def _finish(report, session, result):
     report.student_stdout, report.student_stderr = _clip(session.stdout), _clip(session.stderr)
+    # What the limits charged: the child's time, less its waits for a busy core (sandbox/waiting.py).
+    report.timings["student_s"] = round(session.charged, 3)
     return result
 
 

@@ -172,7 +172,8 @@ SETTINGS: tuple[Setting, ...] = (
     _S("SANDBOX_MEMORY_BYTES", int, 2 * GiB, "memory of a run: the cgroup's memory.max (all its "
        "processes) and RLIMIT_DATA", "sandbox"),
     _S("SANDBOX_CPU_SECONDS", int, 20, "RLIMIT_CPU per process, soft = hard (a SIGKILL)", "sandbox"),
-    _S("SANDBOX_WALL_SECONDS", float, 60.0, "the whole session of one submission", "sandbox"),
+    _S("SANDBOX_WALL_SECONDS", float, 60.0, "the whole session of one submission, in the child's own "
+       "time (its waits for a busy core are not charged)", "sandbox"),
     _S("SANDBOX_CALL_SECONDS", float, 10.0, "one call of the student's function; a hung call costs "
        "this much", "sandbox"),
     _S("SANDBOX_LOAD_SECONDS", float, 20.0, "import of the student's file (cold: torch too)", "sandbox"),

@@ -2,6 +2,8 @@
 recovery from dead children and a dead fork server. The hostile corpus is in test_sandbox_hostile.py."""
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -163,6 +165,48 @@ def test_total_wall_clock_limit_across_calls():
         results = [s.call(*_qkv()) for _ in range(4)]
     assert time.monotonic() - start < 5
     assert results[0].ok and any(r.error and r.error.kind == "timeout" for r in results)
+
+
+BUSY = """
+import time
+def sdpa(q, k, v, **kw):
+    began = time.process_time()
+    while time.process_time() - began < 0.8:  # the same work on an idle or a busy host
+        pass
+    return q
+"""
+SLEEPS = "import time\ndef sdpa(q, k, v, **kw):\n    time.sleep(60)\n    return q\n"
+LEVELS = ["local", "none"] + ([] if STRICT_PROBLEMS else ["strict"])
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_waiting_for_a_busy_core_is_not_charged_to_the_call(level):
+    """Two other programs share the child's one core, so 0.8 s of its work takes about 2.4 s of
+    wall time, past its 1.5 s limit: the call still answers, as it does on an idle host (the same
+    code, the same verdict). A call that sleeps waits for no core and still ends at its limit."""
+    from grader.sandbox import waiting
+
+    limits = Limits(wall_seconds=30, call_seconds=1.5, load_seconds=20, cpu_seconds=20)
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        for hog in hogs:
+            os.sched_setaffinity(hog.pid, {cpu})
+        for src, answers in ((BUSY, True), (SLEEPS, False)):
+            with SandboxSession(src, "sdpa", level=level, limits=limits) as s:
+                assert s.load().ok
+                for tid in waiting.child_threads(s.child):  # threads started later inherit it
+                    os.sched_setaffinity(tid, {cpu})
+                result = s.call(*_qkv())
+            assert result.ok is answers, result.error
+            if not answers:
+                assert result.error.kind == "timeout"
+            assert s.charged < limits.wall_seconds
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert nothing_left()
 
 
 @needs_strict

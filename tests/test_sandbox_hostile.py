@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from grader.grading import grade_source
-from grader.sandbox import Limits, SandboxSession, cgroups, forkserver
+from grader.sandbox import Limits, SandboxSession, cgroups, forkserver, policy
 from grader.sandbox.wall import strict_problems
 from reference_impl import sdpa_float64
 
@@ -130,7 +130,7 @@ def run_case(name: str, host: dict) -> dict:
         assert s.level == "strict"
         loaded = s.load()
         result = s.call(q, k, v) if loaded.ok else None
-        stdout, stderr = s.stdout, s.stderr
+        stdout, stderr, charged = s.stdout, s.stderr, s.charged
     elapsed = time.monotonic() - start
     error = loaded.error if not loaded.ok else result.error
     if error is not None:
@@ -141,7 +141,7 @@ def run_case(name: str, host: dict) -> dict:
                 and torch.allclose(out.double(), sdpa_float64(q, k, v), atol=1e-5))
         outcome = "correct" if good else "wrong"
     return {"outcome": outcome, "error": error, "result": result, "stdout": stdout, "stderr": stderr,
-            "elapsed": elapsed}
+            "elapsed": elapsed, "charged": charged}
 
 
 BLANK = """
@@ -154,6 +154,13 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_caus
 def blank_score():
     """What an honest blank answer (zeros of the right shape) earns: hostile tricks must earn no more."""
     return grade_source(BLANK, "sdpa", sandbox="strict", seed=GRADE_SEED, limits=GRADE_LIMITS).score
+
+
+def assert_in_time(elapsed: float, charged: float, limits: Limits) -> None:
+    """Within the run's own time (the waits for a core that other tests keep busy are not charged,
+    see grader/sandbox/waiting.py), and within its wall-clock backstop whatever the load."""
+    assert charged < limits.wall_seconds + SLACK, charged
+    assert elapsed < limits.wall_seconds * policy.LOAD_STRETCH + SLACK, elapsed
 
 
 def assert_contained(host: dict, texts: list[str]) -> None:
@@ -184,7 +191,7 @@ def test_hostile_submission_is_graded_and_contained(name, host, blank_score):
     elapsed = time.monotonic() - start
     assert report.sandbox == "strict" or (report.sandbox == "" and report.checks[0].id == "load.source"
                                           and not report.checks[0].passed)  # refused before any run
-    assert elapsed < GRADE_LIMITS.wall_seconds + SLACK, elapsed
+    assert_in_time(elapsed, report.timings["student_s"], GRADE_LIMITS)
     if "correct" in expected:
         assert report.score == report.max_score, [c.message for c in report.checks if not c.passed]
     else:
@@ -208,7 +215,7 @@ def test_hostile_call_outcome(name, host):
         assert "any" in expected or outcome in expected, (outcome, error)
     if error is not None:
         assert error.message and len(error.message) > 10, error
-    assert r["elapsed"] < LIMITS.wall_seconds + SLACK, r["elapsed"]
+    assert_in_time(r["elapsed"], r["charged"], LIMITS)
     assert len(r["stdout"]) <= LIMITS.output_bytes + 100 and len(r["stderr"]) <= LIMITS.output_bytes + 100
     assert_contained(host, [error, r["stdout"], r["stderr"], r["result"].output_type if r["result"] else ""])
 

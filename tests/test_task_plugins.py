@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -198,7 +199,7 @@ def test_a_check_runs_after_the_checks_it_needs_and_must_declare_them():
         Grading(checks=[Check("a.a", len, needs=("b.b",)), Check("b.b", len, needs=("a.a",))])
     with pytest.raises(ValueError, match="post-phase"):
         Grading(checks=[Check("a.a", len, needs=("p.p",)), Check("p.p", len, post=True)])
-    ctx = Context(None, tasks.TASKS["mha"], 1, "cpu", 1.0)
+    ctx = Context(SimpleNamespace(charged=0.0), tasks.TASKS["mha"], 1, "cpu", 1.0)
     ctx.start("heads.split_merge")
     assert ctx.passed_check("heads.single_head") is False
     ctx.start("mask.bool")

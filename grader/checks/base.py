@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -91,12 +90,13 @@ class Context:
         self.passed: set[str] = set()
         self.current = ""
         self.check_seconds = check_seconds
-        self.deadline = float("inf")
+        self.check_began = 0.0              # the session's charged time when this check started
         self.calls = 0
         self.tensor_calls = 0               # calls that returned a tensor of the expected shape
         self.blocked: set[str] = set()      # built-in attention the child says it tried (advisory)
         self.samples: list[tuple] = []      # (args, kwargs, output) of float32 calls, for forbidden.runtime
         self.fingerprint_samples: list[tuple] = []  # taken first, for the same check
+        self.fingerprint_unanswered = False  # a call on them hung or died (forbidden.runtime)
         # Some call matched the reference (or the reference with a named bug), or its weights are
         # softmax(c · q·k): the function computes attention, so its properties may earn points.
         self.attention_seen = False
@@ -112,12 +112,14 @@ class Context:
 
     def start(self, check_id: str) -> None:
         self.current = check_id
-        self.deadline = time.monotonic() + self.check_seconds
+        # The budget counts the student's calls only, as the session charges them (without the
+        # waits for a core and the grader's own work): the same on an idle and a loaded host.
+        self.check_began = self.session.charged
 
     def call(self, *args, grad_output=None, wrt=(), during: str = "", measure_memory: bool = False,
              run_on: str | None = None, **kwargs):
         """Run the student function; raises StudentFailure if it raised, crashed or timed out."""
-        left = self.deadline - time.monotonic()
+        left = self.check_seconds - (self.session.charged - self.check_began)
         if left <= 0:
             raise Fail(T("this check ran out of its time budget ({seconds:.0f} s): your function is too slow "
                          "on these small inputs", seconds=self.check_seconds))

@@ -225,6 +225,15 @@ class RunCgroup:
                 pass
         return found
 
+    def threads(self) -> set[int]:
+        """Every thread of the run, as host ids (v1 lists them in ``tasks``, v2 in ``cgroup.threads``)."""
+        name = "tasks" if self.version == "v1" else "cgroup.threads"
+        try:
+            with open(os.path.join(self.dirs[0], name)) as f:
+                return {int(line) for line in f if line.strip()}
+        except (OSError, ValueError):
+            return set()
+
     def oom_killed(self) -> bool:
         """Did the kernel kill something in this run for exceeding the memory limit?"""
         name = "memory.oom_control" if self.version == "v1" else "memory.events"

@@ -182,6 +182,7 @@ class StrictChild:
     def __init__(self, zygote: Zygote, limits: Limits, device: str, submission_dir: str | None,
                  warm: bool = False, threads: int = 1):
         self.limits, self.killed, self.exit, self.setup_error, self.ready = limits, False, None, None, False
+        self.threads = threads  # the cores its cgroup may use (waiting.py reads it)
         self.cpu, self.closed, self.oom, self.pids_hit = 0.0, False, False, False
         version, bases = detect()
         self.slot = Slot()

@@ -56,6 +56,13 @@ class Limits:
     output_bytes: int = _limit("OUTPUT_BYTES")      # stdout and stderr kept, each
 
 
+# The limits above count the child's own time: the time its threads waited for a free core
+# (another grading's load) is added back to a deadline (``waiting.py``), so the same code meets or
+# misses a limit on an idle or a busy host alike. At most this many times the limit in wall time,
+# so a host overloaded past reason still ends every call.
+LOAD_STRETCH = 4
+
+
 def rlimits(limits: Limits, device: str = "cpu", *, memory_cgroup: bool = False) -> dict:
     """The rlimits of a child, by name (see ``RLIMIT_NAMES``); soft = hard, so a CPU overrun is a
     SIGKILL, not a SIGXCPU the student can catch. ``None`` = left as inherited."""

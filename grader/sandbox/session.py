@@ -8,6 +8,7 @@ that dies is replaced, so one crash costs one check, not the whole grade.
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import tempfile
 import time
@@ -15,8 +16,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import answers, wire
+from . import answers, policy, wire
 from .limits import Limits
+from .waiting import WaitClock
 
 PROTOCOL_MESSAGE = ("your program wrote to the grader's answer channel (or tampered with the grader's "
                     "side of the sandbox): {detail}. Only the function's return value is graded")
@@ -106,6 +108,7 @@ class SandboxSession:
         self.child = None
         self._output = ["", ""]
         self.started_at = time.monotonic()
+        self.charged = 0.0  # the child's time so far: its requests' wall time less its waits for a core
         self.restarts = 0
         self.last_load: LoadResult | None = None
         self.protocol_violations: list[str] = []
@@ -146,14 +149,16 @@ class SandboxSession:
     def stderr(self) -> str:
         return self._output[1] + (self.child.stderr_text() if self.child else "")
 
-    def _deadline(self, timeout: float | None) -> float:
-        total_left = self.limits.wall_seconds - (time.monotonic() - self.started_at)
+    def _limit(self, timeout: float | None) -> float:
+        """Seconds of the child's own time one request may take (see ``waiting.py``)."""
         per_call = self.limits.call_seconds if timeout is None else timeout
-        return time.monotonic() + max(0.05, min(per_call, total_left))
+        return max(0.05, min(per_call, self.limits.wall_seconds - self.charged))
 
     def _out_of_time(self) -> StudentError | None:
-        """Past the session's total wall clock nothing more runs (no child is even started)."""
-        if time.monotonic() - self.started_at < self.limits.wall_seconds:
+        """Past the session's total time nothing more runs (no child is even started): the child's
+        own time, or, on a host loaded past reason, ``LOAD_STRETCH`` times it in wall time."""
+        wall = time.monotonic() - self.started_at
+        if self.charged < self.limits.wall_seconds and wall < self.limits.wall_seconds * policy.LOAD_STRETCH:
             return None
         if self.child is not None:
             self._retire_child()
@@ -167,11 +172,12 @@ class SandboxSession:
             self._retire_child()
         return StudentError("protocol", PROTOCOL_MESSAGE.format(detail=detail[:300]))
 
-    def _exchange(self, request: dict, deadline: float, max_bytes: int = wire.MAX_BYTES) -> dict | StudentError:
-        """Send one request and read one answer; a dead or silent child becomes a StudentError."""
+    def _exchange(self, request: dict, limit: float, max_bytes: int = wire.MAX_BYTES) -> dict | StudentError:
+        """Send one request and read one answer within ``limit`` seconds of the child's own time;
+        a dead or silent child becomes a StudentError."""
+        started, clock = time.monotonic(), WaitClock(self.child)
         try:
-            wire.write_message(self.child.request_fd, request, deadline=deadline)
-            return wire.read_message(self.child.response_fd, deadline=deadline, max_bytes=max_bytes)
+            return self._answer(request, limit, max_bytes, started, clock)
         except wire.WireTimeout:
             self.child.kill()
             status = self.child.describe_exit()
@@ -185,6 +191,22 @@ class SandboxSession:
                 return StudentError(kind, f"the submission's process ended unexpectedly ({status})")
             self.protocol_violations.append(str(exc)[:300])
             return StudentError("protocol", PROTOCOL_MESSAGE.format(detail=f"a malformed frame ({exc})"))
+        finally:
+            self.charged += max(0.0, time.monotonic() - started - clock.most_seconds)
+
+    def _answer(self, request: dict, limit: float, max_bytes: int, started: float, clock: WaitClock) -> dict:
+        # Writing needs only a reading child (it waits for the request): no stretch for that.
+        wire.write_message(self.child.request_fd, request, deadline=started + limit)
+        deadline, backstop = started + limit, started + limit * policy.LOAD_STRETCH
+        while not select.select([self.child.response_fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            deadline = min(started + limit + clock.waited(), backstop)  # waits for a core don't count
+            if time.monotonic() >= deadline:
+                raise wire.WireTimeout("no answer within the limit")
+        # The answer has begun: a child that stops halfway through it is not waited for long.
+        answer = wire.read_message(self.child.response_fd, deadline=max(deadline, time.monotonic() + 1.0),
+                                   max_bytes=max_bytes)
+        clock.waited()  # what the child waited for a core is not charged to it
+        return answer
 
     # -- the two requests ------------------------------------------------------------
     def load(self) -> LoadResult:
@@ -199,7 +221,7 @@ class SandboxSession:
         request = {"op": "load", "path": self.child.path_of(self.path), "function": self.function}
         if self.block:
             request["block"] = list(self.block)
-        answer = self._exchange(request, self._deadline(self.limits.load_seconds))
+        answer = self._exchange(request, self._limit(self.limits.load_seconds))
         if not isinstance(answer, StudentError):
             try:
                 answer = answers.check_load(answer)
@@ -246,7 +268,7 @@ class SandboxSession:
             request["outputs"] = outputs
         meter = MemoryMeter(getattr(self.child, "cgroup", None)) if measure_memory else None
         started = time.perf_counter()
-        answer = self._exchange(request, self._deadline(timeout), answers.byte_budget(args, kwargs))
+        answer = self._exchange(request, self._limit(timeout), answers.byte_budget(args, kwargs))
         wall = time.perf_counter() - started
         memory_peak = meter.peak() if meter else None
         if not isinstance(answer, StudentError):
