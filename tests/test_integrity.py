@@ -129,6 +129,7 @@ class _BuiltinCtx:
         self.session = _FakeSession()
         self.blocked, self.ops, self.calls, self.tensor_calls = set(), set(), 0, 1
         self.honest, self.samples, self.fingerprint_samples = honest, [], []
+        self.fingerprint_unanswered = False
         self.attention_seen, self.passed = True, set()
 
     def call(self, *args, during="", **kwargs):

@@ -26,6 +26,8 @@ from ..tasks import Fingerprint
 from .base import Fail, StudentFailure
 from ..i18n import T
 
+# A call on the fingerprint's inputs that ended so (StudentError.kind) gave no answer to compare.
+UNANSWERED = ("timeout", "crash", "memory", "protocol")
 # Names whose use means "let torch (or the grader) do the attention".
 FORBIDDEN_ATTRS = {"scaled_dot_product_attention", "multi_head_attention_forward",
                    "MultiheadAttention", "sdpa_kernel", "TransformerEncoderLayer",
@@ -253,7 +255,11 @@ def fresh_samples(ctx, count: int = 1) -> list:
         args = fingerprint.sample(ctx)
         try:
             result = ctx.call(*args, during=T("one more call with fresh inputs"))
-        except (StudentFailure, Fail):
+        except StudentFailure as exc:
+            if exc.error.kind in UNANSWERED:
+                ctx.fingerprint_unanswered = True
+            return samples
+        except Fail:
             return samples
         if isinstance(result.output, torch.Tensor):
             samples.append((args, {}, result.output))
@@ -267,7 +273,8 @@ def _fingerprint(ctx) -> bool:
     fingerprint = ctx.task.fingerprint
     if fingerprint is None:
         return False
-    for args, kwargs, out in list(ctx.samples) + ctx.fingerprint_samples + fresh_samples(ctx):
+    ctx.fingerprint_samples += fresh_samples(ctx)
+    for args, kwargs, out in list(ctx.samples) + ctx.fingerprint_samples:
         try:
             builtin = fingerprint.builtin(args, kwargs)
             if builtin is None or builtin.shape != out.shape or out.numel() < 64 or not torch.equal(out, builtin):
@@ -298,6 +305,13 @@ def runtime_check(ctx) -> str:
         raise Fail(T("your function called torch's built-in attention, which is switched off "
                      "while grading ({ops}); write the attention yourself", ops=", ".join(hits[:4])),
                    {"ops": hits[:20], "detected": True})
+    if ctx.fingerprint_unanswered and not ctx.fingerprint_samples:
+        # Both calls on the fingerprint's inputs hung or died, so the one verdict that cannot be
+        # dodged by computing elsewhere (another interpreter, a server) was never reached: whether a
+        # run is cut before or after it must not decide the score, so nothing is scored either way.
+        raise Fail(T("not checked: your function did not answer the grader's calls on fresh inputs "
+                     "(it hung, crashed or ran out of time), so whether built-in attention ran could "
+                     "not be verified and nothing else is scored"), {"unverified": True})
     if not ctx.attention_seen and not any(i.startswith("output.") for i in ctx.passed):
         # Whether it ran torch's attention can only be judged on outputs that are attention; without
         # any (a crash everywhere, the weights returned, zeros) nothing else scores, whatever the draw.
