@@ -18,7 +18,7 @@ from .checks.base import Context, Fail, StudentFailure, clean_traceback
 from .source import parse_python
 from .causes import charge_once, summary
 from .jsonsafe import json_safe
-from .checks.forbidden import fresh_samples
+from .checks.forbidden import fresh_samples, kernel_output
 from .i18n import T, entry
 from .sandbox import SandboxSession
 from .tasks import registry
@@ -324,11 +324,21 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
     post = [c for c in t.checks if c.post]
     ctx.start("forbidden.runtime")
     ctx.fingerprint_samples = fresh_samples(ctx)  # before anything can use up the time budget
+    kernel = t.fingerprint is not None and kernel_output(t.fingerprint, ctx.fingerprint_samples)
     for i, check in enumerate(main):
         if progress:
             progress(check.id, 3 + i, total)
-        if any(c.id == "forbidden.static" and c.details.get("detected") for c in report.checks):
+        # Once the verdict is zero whatever follows, nothing more is run (forbidden.runtime says why;
+        # the source scan calls nothing and still runs).
+        scan = check.id == "forbidden.static"
+        named = any(c.id == "forbidden.static" and c.details.get("detected") for c in report.checks)
+        if named or (kernel and not scan):
             add(check.id, False, T("skipped: built-in attention is not allowed, so nothing else is graded"),
+                {"skipped": True})
+            continue
+        if session.protocol_violations and not scan:
+            add(check.id, False, T("skipped: your program wrote to the grader's answer channel, so "
+                                   "nothing it computes can be trusted and nothing else is graded"),
                 {"skipped": True})
             continue
         if crashes >= CRASH_LIMIT:

@@ -48,6 +48,10 @@ def _reaches(path):
     return set(found.group(1).split()) if found else set(LEVELS)
 
 
+def _skipped(report) -> list:
+    return [c["id"] for c in report["checks"] if c["details"].get("skipped")]
+
+
 @pytest.fixture(scope="module")
 def reports():
     def grade(job):
@@ -89,10 +93,14 @@ def test_attack_is_withstood(reports, path, level):
         if level in _reaches(path):  # where the forgery reaches the channel, it is named and zeroes the grade
             assert "answer channel" in messages, messages[:400]
             assert report["score"] <= LOAD_POINTS
+            assert _skipped(report), "a forged answer decides the grade: nothing more is run"
     elif expect == "notattention":
         assert report["score"] <= 2 * LOAD_POINTS, report["score"]
     elif expect in ("inputs", "scale"):
         assert any(i.startswith(expect + ".") for i in failed), sorted(failed)
+    if os.path.basename(path) == "fresh_interpreter.py" and level != "auto":
+        # the first call on fresh inputs already is the kernel's output: nothing more is run
+        assert _skipped(report) and "bit-for-bit" in messages, messages[:400]
     if os.path.basename(path) == "frozen_clock.py":
         # The parent's clock, not the frozen one: twenty times the work is slower than the reference.
         timing = next(c for c in report["checks"] if c["id"] == "speed.relative")["details"]

@@ -267,14 +267,19 @@ def fresh_samples(ctx, count: int = 1) -> list:
 
 
 def _fingerprint(ctx) -> bool:
-    """Some call's float32 output is bit-for-bit torch's fused kernel's, on inputs where the plain
-    formula rounds differently: no hand-written attention does that (checked on every correct
-    file of the corpora); it takes the kernel itself, run somewhere the block did not reach."""
-    fingerprint = ctx.task.fingerprint
-    if fingerprint is None:
+    """Some call's float32 output is bit-for-bit torch's fused kernel's (see ``kernel_output``)."""
+    if ctx.task.fingerprint is None:
         return False
     ctx.fingerprint_samples += fresh_samples(ctx)
-    for args, kwargs, out in list(ctx.samples) + ctx.fingerprint_samples:
+    return kernel_output(ctx.task.fingerprint, list(ctx.samples) + ctx.fingerprint_samples)
+
+
+def kernel_output(fingerprint, samples) -> bool:
+    """Some (args, kwargs, output) of ``samples`` is bit-for-bit torch's fused kernel's, on inputs
+    where the plain formula rounds differently: no hand-written attention does that (checked on
+    every correct file of the corpora); it takes the kernel itself, run somewhere the block did
+    not reach."""
+    for args, kwargs, out in samples:
         try:
             builtin = fingerprint.builtin(args, kwargs)
             if builtin is None or builtin.shape != out.shape or out.numel() < 64 or not torch.equal(out, builtin):
