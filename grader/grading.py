@@ -278,7 +278,7 @@ def _run_one(ctx, check, add, per_check) -> bool | None:
     except Fail as f:
         message, details = f.message, f.details
     except StudentFailure as s:
-        crashed = s.error.kind in ("crash", "timeout", "memory", "protocol")
+        crashed = s.unanswered
         message = s.describe()
         details = {"error_kind": s.error.kind, "traceback": clean_traceback(s.error.traceback)[-3000:]}
         if "in-place operation" in s.error.message and check.family == "grad" and ctx.mutated:
@@ -324,7 +324,7 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
     post = [c for c in t.checks if c.post]
     ctx.start("forbidden.runtime")
     ctx.fingerprint_samples = fresh_samples(ctx)  # before anything can use up the time budget
-    kernel = t.fingerprint is not None and kernel_output(t.fingerprint, ctx.fingerprint_samples)
+    kernel = kernel_output(t.fingerprint, ctx.fingerprint_samples)
     for i, check in enumerate(main):
         if progress:
             progress(check.id, 3 + i, total)

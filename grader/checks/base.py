@@ -33,6 +33,12 @@ class StudentFailure(Exception):
         super().__init__(error.message)
         self.error, self.during = error, during
 
+    @property
+    def unanswered(self) -> bool:
+        """The child gave no answer (it crashed, hung, ran out of memory or forged one), as
+        opposed to the function raising an exception."""
+        return self.error.kind in ("crash", "timeout", "memory", "protocol")
+
     def describe(self) -> str:
         e = self.error
         during = T(" ({during})", during=self.during) if self.during else ""

@@ -26,8 +26,6 @@ from ..tasks import Fingerprint
 from .base import Fail, StudentFailure
 from ..i18n import T
 
-# A call on the fingerprint's inputs that ended so (StudentError.kind) gave no answer to compare.
-UNANSWERED = ("timeout", "crash", "memory", "protocol")
 # Names whose use means "let torch (or the grader) do the attention".
 FORBIDDEN_ATTRS = {"scaled_dot_product_attention", "multi_head_attention_forward",
                    "MultiheadAttention", "sdpa_kernel", "TransformerEncoderLayer",
@@ -256,8 +254,7 @@ def fresh_samples(ctx, count: int = 1) -> list:
         try:
             result = ctx.call(*args, during=T("one more call with fresh inputs"))
         except StudentFailure as exc:
-            if exc.error.kind in UNANSWERED:
-                ctx.fingerprint_unanswered = True
+            ctx.fingerprint_unanswered |= exc.unanswered
             return samples
         except Fail:
             return samples
@@ -268,8 +265,6 @@ def fresh_samples(ctx, count: int = 1) -> list:
 
 def _fingerprint(ctx) -> bool:
     """Some call's float32 output is bit-for-bit torch's fused kernel's (see ``kernel_output``)."""
-    if ctx.task.fingerprint is None:
-        return False
     ctx.fingerprint_samples += fresh_samples(ctx)
     return kernel_output(ctx.task.fingerprint, list(ctx.samples) + ctx.fingerprint_samples)
 
@@ -278,7 +273,9 @@ def kernel_output(fingerprint, samples) -> bool:
     """Some (args, kwargs, output) of ``samples`` is bit-for-bit torch's fused kernel's, on inputs
     where the plain formula rounds differently: no hand-written attention does that (checked on
     every correct file of the corpora); it takes the kernel itself, run somewhere the block did
-    not reach."""
+    not reach. A task without a fingerprint has none."""
+    if fingerprint is None:
+        return False
     for args, kwargs, out in samples:
         try:
             builtin = fingerprint.builtin(args, kwargs)

@@ -139,6 +139,10 @@ class PlainChild:
         self.out.start()
         self.err.start()
 
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
     def path_of(self, host_path: str) -> str:
         return host_path
 

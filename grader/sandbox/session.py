@@ -175,9 +175,9 @@ class SandboxSession:
     def _exchange(self, request: dict, limit: float, max_bytes: int = wire.MAX_BYTES) -> dict | StudentError:
         """Send one request and read one answer within ``limit`` seconds of the child's own time;
         a dead or silent child becomes a StudentError."""
-        started, clock = time.monotonic(), WaitClock(self.child)
+        clock = WaitClock(self.child)
         try:
-            return self._answer(request, limit, max_bytes, started, clock)
+            return self._answer(request, limit, max_bytes, clock)
         except wire.WireTimeout:
             self.child.kill()
             status = self.child.describe_exit()
@@ -192,9 +192,10 @@ class SandboxSession:
             self.protocol_violations.append(str(exc)[:300])
             return StudentError("protocol", PROTOCOL_MESSAGE.format(detail=f"a malformed frame ({exc})"))
         finally:
-            self.charged += max(0.0, time.monotonic() - started - clock.most_seconds)
+            self.charged += max(0.0, time.monotonic() - clock.began - clock.most)
 
-    def _answer(self, request: dict, limit: float, max_bytes: int, started: float, clock: WaitClock) -> dict:
+    def _answer(self, request: dict, limit: float, max_bytes: int, clock: WaitClock) -> dict:
+        started = clock.began
         # Writing needs only a reading child (it waits for the request): no stretch for that.
         wire.write_message(self.child.request_fd, request, deadline=started + limit)
         deadline, backstop = started + limit, started + limit * policy.LOAD_STRETCH

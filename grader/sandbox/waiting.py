@@ -32,8 +32,8 @@ def child_threads(child) -> list[int]:
     """The host thread ids of ``child``'s run (empty where they cannot be read)."""
     cgroup = getattr(child, "cgroup", None)
     if cgroup is not None:
-        return sorted(cgroup.threads())
-    pid = getattr(child, "pid", None) or getattr(getattr(child, "proc", None), "pid", None)
+        return list(cgroup.threads())
+    pid = getattr(child, "pid", None)
     if not pid:
         return []
     try:
@@ -56,12 +56,7 @@ class WaitClock:
         self.child, self.began = child, time.monotonic()
         self.cores = max(1, int(getattr(child, "threads", 1)))
         self.start = {t: st for t in child_threads(child) if (st := _schedstat(t)) is not None}
-        self.most = 0.0
-
-    @property
-    def most_seconds(self) -> float:
-        """What ``waited()`` last found, without reading again (the child may be gone)."""
-        return self.most
+        self.most = 0.0  # seconds: what ``waited()`` last found (read it when the child is gone)
 
     def waited(self) -> float:
         ran = delayed = 0
