@@ -164,7 +164,7 @@ SETTINGS: tuple[Setting, ...] = (
        "address your mail server may send as", "mail"),
     # -- logs and metrics
     _S("LOG_LEVEL", str, None, "level of the service's log lines: `DEBUG`, `INFO`, `WARNING`, "
-       "`ERROR`", "logging", shown="`INFO` (`WARNING` for `serve`)"),
+       "`ERROR`", "logging", shown="`INFO` (`WARNING` for `serve`, which still writes its `web.access` lines)"),
     _S("LOG_FORMAT", str, None, "`json` (one object per line) or `text`", "logging",
        choices=("json", "text"), shown="`json` (`text` on a terminal)"),
     _S("METRICS_TOKEN", str, None, "if set, `/metrics` needs `Authorization: Bearer <token>`", "logging"),
