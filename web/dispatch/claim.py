@@ -89,12 +89,22 @@ def _take(conn, job_condition, worker: str, lease_seconds: float, now) -> Claim 
                  code=sub.code, device=run_device(row.queue), worker=worker)
 
 
+def next_job(queues, now):
+    """The id of the job on one of ``queues`` that has waited longest (a SELECT; claim_next
+    locks and takes it). Among the unfinished jobs, the partial index's rows, "queued, or
+    running with an expired lease" is "queued or lease_until < now": written so, no other
+    index can serve the OR, and the index is read in claim order up to its first match."""
+    return (select(J.id).where(PENDING_JOBS, J.queue.in_(list(queues)),
+                               or_(J.status == "queued", J.lease_until < now),
+                               J.attempts < J.max_attempts)
+            .order_by(J.queued_at, J.id).limit(1))
+
+
 def claim_next(engine: Engine, worker: str, queues=("cpu",), lease_seconds: float = 60.0,
                now=None) -> Claim | None:
     """Claim the job on one of ``queues`` that has waited longest; None if there is none."""
     now = now or utcnow()
-    pick = (select(J.id).where(PENDING_JOBS, _claimable(now), J.queue.in_(list(queues)))
-            .order_by(J.queued_at, J.id).limit(1)
+    pick = (next_job(queues, now)
             .with_for_update(skip_locked=True)  # PostgreSQL; SQLite has BEGIN IMMEDIATE
             .scalar_subquery())
     with writing(engine).begin() as conn:
