@@ -27,7 +27,7 @@ from web.db import dispose_engines, get_engine, session_factory
 from web.dispatch import claim as claims
 from web.dispatch.broker import make_dispatcher
 from web.dispatch.worker import GradingWorker
-from web.models import GradingJob, Result, Submission, utcnow
+from web.models import GradingJob, Result, Submission, User, utcnow
 
 pytestmark = pytest.mark.slow
 CORRECT_SDPA = ROOT / "tests" / "corpus" / "sdpa" / "correct" / "einsum.py"
@@ -83,6 +83,22 @@ class Stack:
             assert r.status_code == 202, r.get_json()
             ids.append(r.get_json()["id"])
         return ids
+
+    def backlog(self, n: int, tag: str, sleep: float) -> list[int]:
+        """``n`` submissions committed at once, then one message each (a deadline's queue)."""
+        from web.services.courses import find_assignment
+
+        with session_factory(self.engine)() as session:
+            user = session.get(User, self.people["bob"]["id"])
+            assignment = find_assignment(session, "sdpa")
+            jobs = [GradingJob(submission=Submission(
+                assignment=assignment, user=user, task_id="sdpa", status="queued",
+                code=f"# ID={tag}{i}\n# SLEEP={sleep}\n", code_sha256="0" * 64),
+                queue="cpu", status="queued", notified_at=utcnow()) for i in range(n)]
+            session.add_all(jobs)
+            session.commit()
+            make_dispatcher(self.config).notify([(job.id, "cpu") for job in jobs])
+            return [job.submission_id for job in jobs]
 
     def worker(self, name: str, **env) -> subprocess.Popen:
         proc = spawn_worker(self.config, name, ATTN_TEST_GRADE_LOG=self.log, **env)
@@ -170,7 +186,7 @@ def test_a_sigkilled_workers_job_is_regraded_within_its_lease_ahead_of_200_queue
     lease = pg_stack.config["LEASE_SECONDS"]
     workers = {proc.pid: proc for proc in (pg_stack.worker("w1"), pg_stack.worker("w2"))}
     lost = pg_stack.post("# ID=k0\n# SLEEP=30\n").get_json()["id"]  # the oldest: taken first
-    backlog = pg_stack.submit_many(200, "q", sleep=0.25)  # each with its own message
+    backlog = pg_stack.backlog(200, "q", sleep=0.25)  # each with its own message
 
     def started(tag):
         return {int(line[1]) for line in grade_log_lines(pg_stack.log)
