@@ -393,3 +393,36 @@ def test_the_pick_reads_only_unfinished_jobs_however_long_the_history(service):
         assert "USING INDEX ix_grading_jobs_pending" in plan, plan
     else:  # PostgreSQL's planner may sort the few unfinished rows another index finds
         assert "pk_grading_jobs" not in plan and "Seq Scan" not in plan, plan
+
+
+def test_a_claim_or_store_waits_out_an_unreachable_database_but_not_a_full_disk(monkeypatch):
+    from sqlalchemy.exc import OperationalError
+
+    from web.dispatch import worker as worker_module
+
+    monkeypatch.setattr(worker_module, "RETRY_PAUSES", (0.01,))
+    down = OperationalError("SELECT 1", {}, Exception("the database system is shutting down"))
+    answers = iter([down, down, "claimed"])
+
+    def flaky():
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert worker_module.while_unreachable("claim", flaky, budget=5) == "claimed"
+
+    class DiskFull(Exception):
+        sqlstate = "53100"
+
+    calls = []
+
+    def full():
+        calls.append(1)
+        raise OperationalError("INSERT ...", {}, DiskFull("could not extend file"))
+
+    with pytest.raises(OperationalError):
+        worker_module.while_unreachable("store", full, budget=5)
+    assert calls == [1]  # a full disk is not waited out: the job's lease expires, it is retried
+    with pytest.raises(OperationalError):  # nor an outage longer than the budget
+        worker_module.while_unreachable("claim", lambda: (_ for _ in ()).throw(down), budget=0.05)

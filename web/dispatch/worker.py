@@ -20,6 +20,7 @@ for another attempt.
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
 import os
 import signal
@@ -57,7 +58,7 @@ def while_unreachable(what: str, call, budget: float):
     raised at once, as is the last one after the budget.
     """
     deadline = time.monotonic() + budget
-    for attempt in range(1_000_000):
+    for attempt in itertools.count():
         try:
             return call()
         except (OperationalError, InterfaceError) as exc:
