@@ -1,5 +1,7 @@
 """The machine-code trap (grader/sandbox/trap.py): torch's built-in attention cannot run in a sandboxed
 child, whatever the child undoes, and honest code runs as before."""
+import errno
+import glob
 import json
 import os
 import subprocess
@@ -8,6 +10,7 @@ import sys
 import pytest
 import torch
 
+from grader.grading import grade_source
 from grader.sandbox import Limits, SandboxSession, wall
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -114,6 +117,41 @@ def test_the_autograd_group_stops_every_route_to_a_gradient_but_not_the_forward(
         assert outcome.startswith("autograd is switched off"), (route, outcome)
 
 
+KERNEL_RULES = r'''
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+def _errno(ok):
+    return 0 if ok else ctypes.get_errno()
+
+def probe(q):
+    page = libc.mmap(None, 4096, 3, 0x22, -1, 0)            # read-write, anonymous: allowed
+    found = {"rw": 0 if page not in (None, ctypes.c_void_p(-1).value) else ctypes.get_errno(),
+             "rwx": _errno(libc.mmap(None, 4096, 7, 0x22, -1, 0) not in (None, ctypes.c_void_p(-1).value)),
+             "mprotect_x": _errno(libc.mprotect(page, 4096, 5) == 0),
+             "dumpable": _errno(libc.prctl(4, 1, 0, 0, 0) == 0)}
+    try:
+        open("/proc/self/mem", "r+b").close()
+        found["proc_mem"] = 0
+    except PermissionError:
+        found["proc_mem"] = errno.EACCES
+    print(found)
+    return q
+'''
+
+
+@pytest.mark.skipif(bool(STRICT_PROBLEMS), reason="strict sandbox unavailable: " + "; ".join(STRICT_PROBLEMS))
+def test_the_child_can_neither_make_memory_executable_nor_write_its_code_through_proc():
+    with SandboxSession(KERNEL_RULES, "probe", level="strict", limits=LIMITS) as session:
+        assert session.call(torch.zeros(1)).ok, session.stderr[-2000:]
+        found = eval(session.stdout.strip().splitlines()[-1])  # our own probe's dict of ints
+    assert found == {"rw": 0, "rwx": errno.EPERM, "mprotect_x": errno.EPERM, "dumpable": errno.EPERM,
+                     "proc_mem": errno.EACCES}, found
+
+
 # A child that undoes everything it can reach (tests/integrity/restore_kernel_code.py: every
 # registration object, found through gc and by scanning its own memory; the import hooks; then each
 # way of putting torch's original code back), then tries every route to an attention kernel.
@@ -175,3 +213,14 @@ def test_a_child_that_undoes_everything_still_cannot_run_a_builtin_attention_ker
     assert result.ok, (result.error, session.stderr[-2000:])
     ran = [name for name, flag in zip(ROUTES, result.output.tolist()) if flag]
     assert ran == [], ran
+
+
+HONEST = sorted(glob.glob(os.path.join(HERE, "honest_under_block", "*.py")))
+
+
+@pytest.mark.parametrize("path", HONEST, ids=lambda p: os.path.basename(p)[:-3])
+def test_honest_code_that_uses_torch_machinery_scores_full_marks(path):
+    """torch.compile, checkpointing, forward-mode AD: graded once, as the service grades (auto)."""
+    with open(path, "rb") as f:
+        report = grade_source(f.read(), "sdpa", seed=7, sandbox="auto")
+    assert report.score == 100, [(c.id, c.message) for c in report.checks if not c.passed][:3]
