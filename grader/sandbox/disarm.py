@@ -96,9 +96,11 @@ def _trap():
 NATIVE = {"problem": None}  # why the machine-code trap is not in place here (None: it is)
 
 
-def trap_native() -> str | None:
+def trap_native(stage_autograd: bool = False) -> str | None:
     """Put the machine-code trap in place in this process (idempotent; before any student code,
-    while single-threaded) and stage the autograd one. Returns why it could not, or None."""
+    while single-threaded). A process whose children load a seccomp filter before they learn
+    their task (the zygote) also stages the autograd group, which then needs no new executable
+    memory to apply. Returns why the trap could not be applied, or None."""
     if "done" in NATIVE:
         return NATIVE["problem"]
     NATIVE["done"] = True
@@ -107,7 +109,8 @@ def trap_native() -> str | None:
         problem = trap.problem()
         if problem is None:
             trap.install("attention")
-            trap.stage("autograd")
+            if stage_autograd:
+                trap.stage("autograd")
     except (ImportError, OSError, RuntimeError, ValueError) as exc:
         problem = f"{type(exc).__name__}: {exc}"
     NATIVE["problem"] = problem
@@ -261,16 +264,16 @@ def _all_subclasses(cls) -> list:
     return found
 
 
-def disarm() -> int:
+def disarm(stage_autograd: bool = False) -> int:
     """Idempotent. Returns how many dispatcher kernels were replaced by raisers (0 where the
-    machine-code trap is in place, and on later calls)."""
+    machine-code trap is in place, and on later calls). ``stage_autograd``: see :func:`trap_native`."""
     global _DONE
     if _DONE:
         return 0
     _DONE = True
     import torch.nn  # noqa: F401  (the modules whose names must be disarmed are loaded here)
     import torch.nn.functional  # noqa: F401
-    count = _register_raisers() if trap_native() is not None else 0
+    count = _register_raisers() if trap_native(stage_autograd) is not None else 0
     nn = torch.nn
     BLOCKED_CLASSES.extend([nn.MultiheadAttention, nn.Transformer, nn.TransformerEncoder, nn.TransformerDecoder,
                             nn.TransformerEncoderLayer, nn.TransformerDecoderLayer])
@@ -306,8 +309,8 @@ class _NoEngine:
 def block_autograd() -> None:
     """Idempotent; for tasks such as ``sdpa_backward`` whose point is computing gradients by hand.
 
-    The machine-code trap's ``autograd`` group (staged by :func:`trap_native`) is moved into
-    place: torch's engine, its per-operator backward formulas and forward-mode AD raise, however
+    The machine-code trap's ``autograd`` group is put in place (moved in where the zygote staged
+    it, patched in place where no filter is loaded): torch's engine, its per-operator backward formulas and forward-mode AD raise, however
     they are reached. On top of it, for clear messages and the advisory record, autograd's Python
     entry points (torch.autograd.grad/backward, Tensor.backward, the functional and torch.func
     transforms) are replaced by raisers and the engine object they end in is swapped for one that
@@ -319,7 +322,9 @@ def block_autograd() -> None:
         return
     _AUTOGRAD_DONE = True
     if NATIVE.get("problem") is None and "done" in NATIVE:
-        _trap().apply_staged("autograd")
+        trap = _trap()
+        if not trap.apply_staged("autograd"):
+            trap.install("autograd")  # no filter here (the pre-check's levels): patch in place
     import torch.autograd.functional
     import torch.autograd.variable
     import torch.func

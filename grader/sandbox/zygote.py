@@ -239,7 +239,7 @@ def main() -> None:
     try:
         torch.set_num_threads(1)
         harness.warm_up()   # the lazy imports (sympy under backward) happen here, once (P2)
-        harness.disarm.disarm()  # torch's own attention off (its kernels trapped) in every child, paid once here
+        harness.disarm.disarm(stage_autograd=True)  # torch's own attention off (its kernels trapped) in every child, paid once here
         import numpy  # noqa: F401  (students import it; make that free)
         preload_extensions()
         PLAN, LD_CACHE = filesystem_plan(), ld_cache()
