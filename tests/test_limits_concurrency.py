@@ -97,29 +97,31 @@ def test_twenty_submissions_at_once_meet_a_limit_of_three_exactly(app, limit):
     assert sorted(codes) == [202] * LIMIT + [refused] * (FIRE - LIMIT)
     assert _count(app, Submission, user_id=people["ada"]["id"]) == LIMIT
 
+    if limit == "rate_limit":  # the same check, after the same lock, whatever the path
+        return
     codes = _form_fire(app, people["bob"]["id"])
     assert sorted(codes) == [200] * (FIRE - LIMIT) + [302] * LIMIT
     assert _count(app, Submission, user_id=people["bob"]["id"]) == LIMIT
 
-    if limit == "max_attempts":  # an account made by an LMS launch submits through the form
-        from web.lti.models import LtiPlatform
-        from web.lti.provision import launch_user
+    # an account made by an LMS launch submits through the form
+    from web.lti.models import LtiPlatform
+    from web.lti.provision import launch_user
 
-        with session_factory(app.service.engine)() as session:
-            platform = LtiPlatform(name="LMS", issuer="https://lms.example", client_id="c1",
-                                   auth_login_url="https://lms.example/auth",
-                                   auth_token_url="https://lms.example/token",
-                                   key_set_url="https://lms.example/jwks", deployment_ids=["1"])
-            session.add(platform)
-            session.flush()
-            user, *_ = launch_user(session, platform, {
-                "sub": "lms-student-7", "email": "carol@lms.example",
-                "https://purl.imsglobal.org/spec/lti/claim/roles": [
-                    "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"]})
-            session.commit()
-            lti_id = user.id
-        assert sorted(_form_fire(app, lti_id)) == [200] * (FIRE - LIMIT) + [302] * LIMIT
-        assert _count(app, Submission, user_id=lti_id) == LIMIT
+    with session_factory(app.service.engine)() as session:
+        platform = LtiPlatform(name="LMS", issuer="https://lms.example", client_id="c1",
+                               auth_login_url="https://lms.example/auth",
+                               auth_token_url="https://lms.example/token",
+                               key_set_url="https://lms.example/jwks", deployment_ids=["1"])
+        session.add(platform)
+        session.flush()
+        user, *_ = launch_user(session, platform, {
+            "sub": "lms-student-7", "email": "carol@lms.example",
+            "https://purl.imsglobal.org/spec/lti/claim/roles": [
+                "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"]})
+        session.commit()
+        lti_id = user.id
+    assert sorted(_form_fire(app, lti_id)) == [200] * (FIRE - LIMIT) + [302] * LIMIT
+    assert _count(app, Submission, user_id=lti_id) == LIMIT
 
 
 def test_twenty_quiz_starts_and_answers_at_once_meet_the_quiz_limits(app):
