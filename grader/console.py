@@ -18,6 +18,17 @@ def _message(check: dict):
     return check.get("message_i18n") or check.get("message") or ""
 
 
+def _points(check: dict, checks: list[dict]) -> str:
+    """``points/max``; "-" for an unscored check, and for a load step that passed in a file that
+    then failed to load (it earns nothing: "pass 0/2" read as a contradiction)."""
+    if not check["max_points"]:
+        return "-"
+    if check["passed"] and not check["points"] and check["id"].startswith("load.") and any(
+            c["id"].startswith("load.") and not c["passed"] for c in checks):
+        return "-"
+    return f"{check['points']:g}/{check['max_points']:g}"
+
+
 def check_table(title: str, checks: list[dict], lang: str | None) -> Table:
     """One row per check that ran, one row per reason for the checks that did not."""
     _ = gettext_for(lang)
@@ -33,7 +44,7 @@ def check_table(title: str, checks: list[dict], lang: str | None) -> Table:
             skipped[reason] = skipped.get(reason, 0) + 1
             continue
         mark = Text(_("pass"), style="green") if c["passed"] else Text(_("FAIL"), style="red")
-        points = f"{c['points']:g}/{c['max_points']:g}" if c["max_points"] else "-"
+        points = _points(c, checks)
         table.add_row(c["id"], mark, points, Text(render(_message(c), lang)))
     for reason, count in skipped.items():
         table.add_row(_("({count} more)").format(count=count), Text(_("skip"), style="dim"), "-",
@@ -67,7 +78,7 @@ def print_checks(console, title: str, checks: list[dict], lang: str | None) -> N
         elif c["passed"]:
             passed.append(c["id"])
         else:
-            points = f"{c['points']:g}/{c['max_points']:g}" if c["max_points"] else "-"
+            points = _points(c, checks)
             console.print(Text.assemble((_("FAIL"), "red"), f" {c['id']} {points}: ",
                                         Text(render(_message(c), lang))), soft_wrap=True)
     if knock_on:
