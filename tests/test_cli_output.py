@@ -93,3 +93,13 @@ def test_piped_output_is_a_line_per_failure_and_one_for_the_passes():
     assert lines[2] == f"FAIL causal.square 0/4: {long}"  # never wrapped at the 80 columns
     assert lines[4].startswith("FAIL output.shapes: fail because of a bug already counted")
     assert lines[5] == "pass load.source"
+
+
+def test_the_pre_check_says_when_its_torch_is_not_the_services():
+    from grader import TORCH_VERSION
+    from grader.commands import torch_mismatch
+
+    assert torch_mismatch(TORCH_VERSION) is None and torch_mismatch(TORCH_VERSION + "+cpu") is None
+    said = render(torch_mismatch("2.14.1"), "en")
+    assert said.startswith(f"your torch is 2.14.1, the service grades with torch {TORCH_VERSION}")
+    assert f"torch=={TORCH_VERSION}" in render(torch_mismatch("2.14.1"), "zh")
