@@ -144,6 +144,16 @@ def print_result(view: dict, console=None, lang: str | None = None) -> None:
                              "(waited {wait:.1f} s)").format(version=view.get("grader_version"),
                                                              total=timings["total_seconds"],
                                                              wait=timings.get("wait_seconds") or 0), style="dim"))
+    if view.get("torch_version"):
+        from importlib import metadata
+
+        from .commands import torch_mismatch
+        try:
+            note = torch_mismatch(metadata.version("torch"), view["torch_version"])
+        except metadata.PackageNotFoundError:
+            note = None
+        if note is not None:
+            console.print(Text(_("note: {warning}").format(warning=render(note, lang)), style="yellow"))
 
 
 def _error_message(exc: ApiError, server: str, lang: str | None = None) -> str:

@@ -113,16 +113,18 @@ def check(file, task, as_json, sandbox, seed, device, only, lang):
     _exit_now(0 if report.passed else 1)
 
 
-def torch_mismatch(local: str):
-    """A note when this torch is another release than the one the service grades with
-    (``grader.TORCH_VERSION``; a local build tag such as ``+cpu`` does not count), else None."""
+def torch_mismatch(local: str, server: str | None = None):
+    """A note when this torch is another release than the one the service grades with (the
+    server's own, where a graded result says it, else ``grader.TORCH_VERSION``; a build tag such
+    as ``+cpu`` does not count), else None."""
     from . import TORCH_VERSION
 
-    if local.split("+")[0] == TORCH_VERSION:
+    server = (server or TORCH_VERSION).split("+")[0]
+    if local.split("+")[0] == server:
         return None
     return T("your torch is {local}, the service grades with torch {server}: the checks are the same, but "
              "a rare numerical corner may differ; `pip install 'torch=={server}' --extra-index-url "
-             "https://download.pytorch.org/whl/cpu` matches it", local=local, server=TORCH_VERSION)
+             "https://download.pytorch.org/whl/cpu` matches it", local=local, server=server)
 
 
 def _exit_now(code: int) -> None:

@@ -81,12 +81,19 @@ class GradeReport:
         said = summary(self.checks, self.causes)
         return {"task": self.task, "score": self.score, "max_score": self.max_score, "passed": self.passed,
                 "checks": [c.to_dict() for c in self.checks], "error": self.error,
-                "grader_version": GRADER_VERSION, "sandbox": self.sandbox, "warnings": list(self.warnings),
+                "grader_version": GRADER_VERSION, "torch_version": _torch_version(),
+                "sandbox": self.sandbox, "warnings": list(self.warnings),
                 "seed_public": self.seed_public, "timings": self.timings,
                 "causes": list(self.causes), "summary": str(said),
                 "student_stdout": self.student_stdout, "student_stderr": self.student_stderr,
                 **({"summary_i18n": entry(said)} if isinstance(said, T) else {}),
                 **({"error_i18n": entry(self.error)} if isinstance(self.error, T) else {})}
+
+
+def _torch_version() -> str:
+    """The torch this report was graded with (a student's pre-check compares its own with it)."""
+    import torch
+    return torch.__version__
 
 
 def split_points(total: int, weights: list[int]) -> list[int]:

@@ -103,3 +103,21 @@ def test_the_pre_check_says_when_its_torch_is_not_the_services():
     said = render(torch_mismatch("2.14.1"), "en")
     assert said.startswith(f"your torch is 2.14.1, the service grades with torch {TORCH_VERSION}")
     assert f"torch=={TORCH_VERSION}" in render(torch_mismatch("2.14.1"), "zh")
+
+
+def test_submit_says_when_the_servers_torch_is_not_yours():
+    from importlib import metadata
+
+    from grader.client import print_result
+
+    def printed(server_torch):
+        out = io.StringIO()
+        view = {"status": "done", "id": 7, "task": "sdpa", "checks": [], "feedback": "full", "score": 100,
+                "max_score": 100, "passed": True, "grader_version": "2.0+x", "torch_version": server_torch,
+                "timings": {"total_seconds": 0.5, "wait_seconds": 0.1}}
+        print_result(view, Console(file=out, width=200, force_terminal=False), "en")
+        return out.getvalue()
+
+    mine = metadata.version("torch")
+    assert "your torch is" not in printed(mine.split("+")[0])
+    assert f"note: your torch is {mine}, the service grades with torch 1.0.0" in printed("1.0.0+cu121")

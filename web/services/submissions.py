@@ -302,6 +302,7 @@ def submission_view(submission: Submission, viewer: User, now: datetime | None =
         "error_i18n": report.get("error_i18n") if error and error == report.get("error") else None,
         "scoring": scoring,
         "grader_version": submission.grader_version,
+        "torch_version": result.report.get("torch_version") if result else None,
         "submitted_at": iso(submission.created_at),
         "timings": {
             "queued_at": iso(job.queued_at if job else None),
