@@ -129,8 +129,8 @@ def error_not_in_checks(error, checks: list[dict]) -> bool:
 # Column titles of the tables in a check's details, where a key alone says too little.
 DETAIL_COLUMNS = {"variance": N_("your variance"), "expected": N_("expected variance"),
                   "fitted_scale": N_("your scale"), "expected_scale": N_("expected scale"),
-                  "seconds": N_("your seconds"), "baseline_seconds": N_("two matmuls and a softmax"),
-                  "excess_units": N_("extra, in small calls"), "growth": N_("times the tiny call")}
+                  "seconds": N_("yours (s)"), "baseline_seconds": N_("plain (s)"),
+                  "excess_units": N_("extra (small calls)"), "growth": N_("× tiny call")}
 
 
 def _value(value) -> str:
@@ -160,11 +160,12 @@ def details_renderables(details: dict, lang: str | None, skip=()) -> list:
             out.append(Text(f"  {key}: {_value(value)}"[:400]))
             continue
         columns = list(dict.fromkeys(k for _, record in rows for k in record))
-        table = Table(title=key, title_justify="left", box=None, pad_edge=False, padding=(0, 2, 0, 2))
+        table = Table(title=key, title_justify="left", box=None, pad_edge=False, padding=(0, 1, 0, 1))
         if rows[0][0] is not None:
-            table.add_column("")
+            table.add_column("", no_wrap=True)
         for column in columns:
-            table.add_column(_(DETAIL_COLUMNS[column]) if column in DETAIL_COLUMNS else column, justify="right")
+            table.add_column(_(DETAIL_COLUMNS[column]) if column in DETAIL_COLUMNS else column, justify="right",
+                             no_wrap=True)
         for name, record in rows:
             cells = [_value(record.get(column, "")) for column in columns]
             table.add_row(*([name] if name is not None else []), *cells)
