@@ -94,11 +94,14 @@ def _check_variant(question: Question, env: dict, fail, where: str) -> None:
         must_accept(format_number(value, "ru") if abs(value) >= 1e-4 else repr(value), "tolerance", "ru")
         slack = max(tol.get("abs", 0), tol.get("rel", 0) * abs(value))
         must_reject(repr(value + 10 * slack + 0.01 * max(1.0, abs(value))), "tolerance")
-        for i, mistake in enumerate(d.get("mistakes") or []):
-            from . import expr
-            wrong = float(expr.evaluate(mistake["value"], env))
+        from . import expr
+        wrongs = [float(expr.evaluate(m["value"], env)) for m in d.get("mistakes") or []]
+        for i, wrong in enumerate(wrongs):
             if within(wrong, value, tol):
                 fail(f"mistakes[{i}].value", f"equals the right answer{where}")
+            _distinct_mistakes(d, i, [j for j in range(i) if within(wrong, wrongs[j], tol)], fail, where)
+    elif kind in ("matrix", "shape", "big_o"):
+        _check_typed(question, env, grade, must_accept, must_reject, fail, where)
     elif kind == "ordering":
         ids = [i["id"] for i in d["items"]]
         must_accept(ids, "items")
@@ -111,6 +114,54 @@ def _check_variant(question: Question, env: dict, fail, where: str) -> None:
         r = grade("A student's answer.")
         if r.correct is not None or r.points != 0:
             fail("rubric", "a free-text answer must wait for the instructor")
+
+
+def _distinct_mistakes(d: dict, i: int, same: list[int], fail, where: str) -> None:
+    """Two listed mistakes with one value would show the first one's feedback for both slips."""
+    mistakes = d["mistakes"]
+    for j in same:
+        if mistakes[j]["feedback"] != mistakes[i]["feedback"]:
+            fail(f"mistakes[{i}].value", f"takes the value of mistakes[{j}]{where}, so a student who made "
+                 "this slip would read the other's feedback; add a constraint or merge the two")
+
+
+def _check_typed(question: Question, env: dict, grade, must_accept, must_reject, fail, where: str) -> None:
+    """A matrix, shape or big-O key is accepted, and every listed mistake is rejected with its own feedback."""
+    from . import bigo, handcalc, shapes
+    d, kind = question.data, question.kind
+    mistakes = d.get("mistakes") or []
+    if kind == "matrix":
+        key = handcalc.asked(d, env, handcalc.result(d, env))
+        wrongs = [handcalc.asked(d, env, handcalc.compute(handcalc.mistake_settings(d, m), env)) for m in mistakes]
+        if isinstance(key, list):
+            must_accept(key, "answer")
+            must_accept([[format_number(round(x, 6), "ru") for x in row] for row in key], "tolerance", "ru")
+            must_reject([[x + 1 for x in row] for row in key], "tolerance")
+        else:
+            must_accept(repr(key), "answer")
+            must_reject(repr(key + 1), "tolerance")
+        answers = [w if isinstance(w, list) else repr(w) for w in wrongs]
+    elif kind == "shape":
+        key = shapes.shape_value(d["answer"], env)
+        must_accept(shapes.shape_text(key), "answer")
+        must_accept(f"torch.Size([{', '.join(map(str, key))}])", "answer")
+        wrongs = [shapes.shape_value(m["value"], env) for m in mistakes]
+        answers = [shapes.shape_text(w) for w in wrongs]
+    else:
+        variables = d["variables"]
+        key = bigo.canonical(d["answer"], variables)
+        must_accept(d["answer"], "answer")
+        must_accept("O(" + bigo.text_of(key, "python", "*") + ")", "answer")
+        wrongs = [bigo.canonical(m["value"], variables) for m in mistakes]
+        answers = [m["value"] for m in mistakes]
+    for i, (wrong, answer) in enumerate(zip(wrongs, answers)):
+        if wrong == key:
+            fail(f"mistakes[{i}].value", f"equals the right answer{where}")
+            continue
+        _distinct_mistakes(d, i, [j for j in range(i) if wrongs[j] == wrong], fail, where)
+        r = grade(answer)
+        if r.correct is not False or str(mistakes[i]["feedback"]["en"]).split("{")[0][:30] not in r.feedback:
+            fail(f"mistakes[{i}]", f"grading {answer!r} does not give this mistake's feedback{where}")
 
 
 def _check_choice_draw(question: Question, env: dict, seed: int, fail, where: str) -> None:
