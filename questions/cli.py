@@ -50,7 +50,7 @@ def validate(directory: str | None, no_code: bool, seeds: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="the figures as JSON")
 def cues(directory: str | None, as_json: bool) -> None:
     """The longest-option cue per language: how often the longest option is the key."""
-    from .cues import MAX_KEY_LONGEST, MAX_LONGEST_GAIN, cue_report
+    from .cues import MAX_KEY_LONGEST, MAX_LONGEST_DEFICIT, MAX_LONGEST_GAIN, cue_report
     bank = _load(directory)
     report = cue_report(list(bank))
     if as_json:
@@ -75,7 +75,8 @@ def cues(directory: str | None, as_json: bool) -> None:
         click.echo(f"{label:<72}" + "".join(f"{t:>8}" for t in text))
     first = report[langs[0]]
     click.echo(f"{first['single_questions']} single- and {first['multiple_questions']} multiple-choice "
-               f"questions; validate allows +{MAX_LONGEST_GAIN:.0%} over chance per language")
+               f"questions; validate allows +{MAX_LONGEST_GAIN:.0%} / −{MAX_LONGEST_DEFICIT:.0%} around chance "
+               "per language")
 
 
 @questions.command("list")

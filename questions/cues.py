@@ -1,17 +1,22 @@
 """Answer cues a guessing student can exploit without knowing the subject.
 
-Two rules, both run by ``attn-grader questions validate``:
+Three rules, all run by ``attn-grader questions validate``:
 
 * **length**: in every draw a student can see, in every language, the correct option(s) may be
   at most ``MAX_LENGTH_RATIO`` times as long as the wrong ones on average. Item writers tend to
   qualify the right answer until it is the longest; shuffling does not hide that.
 * **longest option**, checked in each language on its own (a Russian or Chinese student sees
-  only that language's lengths, so averaging the languages hides a cue): in a single-choice
-  question the key may be the strictly longest option in at most ``MAX_KEY_LONGEST`` of that
-  language's views (every variant and draw); over the bank, "always pick the longest option"
-  may beat chance by at most ``MAX_LONGEST_GAIN`` in any language, on single-choice questions
-  and, on multiple-choice ones, "the longest option is a correct one"; and no multiple-choice
-  question may have its correct options as exactly the longest ones in most views.
+  only that language's lengths, so averaging the languages hides a cue):
+
+  - over the bank, in every language, "pick the longest option" may find the key of a
+    single-choice question (and, in multiple choice, a correct option) at most
+    ``MAX_LONGEST_GAIN`` more often than a blind guess, and at most ``MAX_LONGEST_DEFICIT``
+    less often: a bank whose keys are never the longest teaches "never pick the longest";
+  - per question: where a language has several views (variants, options drawn from a pool),
+    the key may be the strictly longest in at most ``MAX_KEY_LONGEST`` of them; a question with
+    one view may have a longest key in some languages (that happens by chance), but not in all
+    three, where the item's own wording, not the translation, gives it away; and the correct
+    options of a multiple-choice question may not be exactly its longest ones in most views.
 * **position**: options are always shuffled at delivery (the schema refuses ``shuffle: false``),
   and across the bank the key of single-choice items must not sit at the same place in the
   files for more than ``MAX_SAME_POSITION`` of them, so that an export or a reader of the files
@@ -30,6 +35,7 @@ from .variants import shown_options, substitute
 MAX_LENGTH_RATIO = 1.25
 MAX_SAME_POSITION = 0.5
 MAX_LONGEST_GAIN = 0.05
+MAX_LONGEST_DEFICIT = 0.12
 MAX_KEY_LONGEST = 0.5
 POOL_DRAWS = 24  # seeds tried per variant for a question that draws options from a pool
 
@@ -139,26 +145,34 @@ def longest_option_problems(questions: list[Question]) -> list[str]:
     for question in questions:
         if question.kind not in ("single", "multiple"):
             continue
-        for lang, cue in longest_cues(question).items():
+        cues = longest_cues(question)
+        for lang, cue in cues.items():
             by_kind.setdefault((question.kind, lang), []).append(cue)
-            if question.kind == "single" and cue.share > MAX_KEY_LONGEST:
+            if question.kind == "single" and cue.views > 1 and cue.share > MAX_KEY_LONGEST:
                 problems.append(
                     f"{question.path}: options.{lang}: the key is the longest option in {cue.hits} of "
-                    f"{cue.views} {lang} view(s) (at most {MAX_KEY_LONGEST:.0%}); make a distractor at "
+                    f"{cue.views} {lang} views (at most {MAX_KEY_LONGEST:.0%}); make a distractor at "
                     "least as long in that language")
             if question.kind == "multiple" and cue.exposed * 2 > cue.views:
                 problems.append(
                     f"{question.path}: options.{lang}: the correct options are exactly the longest ones "
                     f"in {cue.exposed} of {cue.views} {lang} view(s); make a wrong option as long")
+        if question.kind == "single" and all(c.views == 1 and c.hits for c in cues.values()):
+            problems.append(f"{question.path}: options: the key is the longest option in every language; "
+                            "make a distractor at least as long in some of them")
     for (kind, lang), cues in sorted(by_kind.items()):
         found = sum(c.share for c in cues) / len(cues)  # each question counts once, as in a quiz
         expected = sum(c.expected for c in cues) / len(cues)
+        what = "picking the longest option finds the key" if kind == "single" else \
+            "the longest option is a correct one"
         if found - expected > MAX_LONGEST_GAIN:
-            what = "picking the longest option finds the key" if kind == "single" else \
-                "the longest option is a correct one"
             problems.append(f"(bank): options.{lang}: {what} in {found:.0%} of {kind}-choice questions "
                             f"against {expected:.0%} by chance (allowed: +{MAX_LONGEST_GAIN:.0%}); "
                             "lengthen distractors of the items the key dominates")
+        elif expected - found > MAX_LONGEST_DEFICIT:
+            problems.append(f"(bank): options.{lang}: {what} in only {found:.0%} of {kind}-choice "
+                            f"questions against {expected:.0%} by chance (allowed: −{MAX_LONGEST_DEFICIT:.0%}): "
+                            "\"never pick the longest\" is a cue too; let some keys be the longest")
     return problems
 
 

@@ -49,7 +49,7 @@ PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # A space between two Chinese characters (or after Chinese punctuation) is a YAML line fold
 # that Chinese text must not have: write such text on one line or fold at a Latin word.
 _CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
-CJK_GAP_RE = re.compile(f"[{_CJK}] (?=[{_CJK}])|[\u3001\u3002\uff0c\uff1a\uff1b\uff08\uff09] ")
+CJK_GAP_RE = re.compile(f"[{_CJK}] (?=[{_CJK}])|[\u3001\u3002\uff0c\uff1a\uff1b\uff08\uff09] (?!\\|)")  # "） |": a table cell
 MAX_VARIANTS = 5000
 
 COMMON = {"id", "kind", "title", "topics", "difficulty", "points", "prompt", "params", "derived",
