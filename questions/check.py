@@ -9,11 +9,15 @@ loader) and then, for each question and each of its variants:
   rejected): every wrong option, a value well outside the tolerance, each listed common
   mistake, a reversed order, a shuffled matching;
 * for code questions (unless ``run_code=False``), runs the model solution and each listed
-  wrong solution in the sandbox: the first must pass and every other must fail.
+  wrong solution in the sandbox: the first must pass and every other must fail;
+* a question that speaks of positions by index (position i, x_(i+1), row i...) states the bank's
+  one convention in its prompt, in every language: positions are numbered from 1 (and, where it
+  predicts, the output at position i predicts x_(i+1)); nothing counts from 0.
 """
 from __future__ import annotations
 
 import math
+import re
 
 from . import schema
 from .answers import AnswerFormatError, grade_answer, numeric_answer, within
@@ -23,6 +27,33 @@ from .originality import SeedIndex, find_seeds, overlap_problems
 from .variants import format_number, render, shown_options
 
 SEED = 0  # the seed only orders options here; the parameter values come from each variant
+
+# The bank's index convention (issue 29): positions are numbered from 1, and the output at
+# position i predicts the next token x_(i+1). A question that uses indices says so in its prompt.
+_INDEXED = {
+    "en": re.compile(r"\b(?:position|row|column|token|output|query) [ijn]\b|x_\(?[ij]\b|\bj ≤ i\b"),
+    "ru": re.compile(r"(?:позици|строк|столб|выход|токен)[а-яё]* [ij]\b|x_\(?[ij]\b|\bj ≤ i\b"),
+    "zh": re.compile(r"位置 ?[ij](?![a-zA-Z])|第 ?[ij] ?[行列个]|x_\(?[ij]\b|\bj ≤ i\b"),
+}
+INDEX_CONVENTION = {"en": "numbered from 1", "ru": "нумеруются с 1", "zh": "从 1 开始编号"}
+_FROM_ZERO = {"en": re.compile(r"(?:numbered|counted|indexed) from 0|0-based"),
+              "ru": re.compile(r"(?:нумеруются|считаются|отсчитываются) с (?:0|нуля)"),
+              "zh": re.compile(r"从 ?0 ?开始(?:编号|计数)")}
+
+
+def index_problems(question: Question) -> list[str]:
+    """Problems with the index convention (see ``INDEX_CONVENTION``)."""
+    from .originality import _texts
+    texts = list(_texts(question.data, ""))
+    problems = [f"{question.path}: {field}.{lang}: counts positions from 0; the bank numbers them from 1"
+                for field, lang, text in texts if _FROM_ZERO[lang].search(text)]
+    if any(_INDEXED[lang].search(text) for _, lang, text in texts):
+        for lang in schema.LANGS:
+            if INDEX_CONVENTION[lang] not in question.data["prompt"][lang]:
+                problems.append(f"{question.path}: prompt.{lang}: uses indices but does not state the "
+                                f"convention ({INDEX_CONVENTION[lang]!r}, and that output i predicts x_(i+1) "
+                                "where it predicts)")
+    return problems
 
 
 def check_question(question: Question, *, run_code: bool = True) -> list[str]:
@@ -46,6 +77,7 @@ def check_question(question: Question, *, run_code: bool = True) -> list[str]:
             fail("options", cue)
     if question.data.get("show"):
         _check_pool_coverage(question, fail)
+    problems.extend(index_problems(question))
     if question.kind == "code" and run_code and not problems:
         _check_code(question, fail)
     return problems
