@@ -9,6 +9,8 @@ is reproducible.
 """
 from __future__ import annotations
 
+import functools
+import threading
 from decimal import Decimal
 
 from .. import expr
@@ -147,9 +149,17 @@ def all_instances(bank: Bank, lang: str, variants: int = 1) -> list[dict]:
     return [inst for q in bank for inst in instances(q, lang, variants)]
 
 
+_MARKDOWN = threading.local()  # a converter per thread: building one costs more than converting
+
+
+@functools.lru_cache(maxsize=8192)
 def markdown_html(text: str) -> str:
-    import markdown
-    return markdown.markdown(text, extensions=["fenced_code", "tables"])
+    """Markdown to HTML; the same texts recur in every variant and language of an export."""
+    converter = getattr(_MARKDOWN, "converter", None)
+    if converter is None:
+        import markdown
+        converter = _MARKDOWN.converter = markdown.Markdown(extensions=["fenced_code", "tables"])
+    return converter.reset().convert(text)
 
 
 def export(bank: Bank, fmt: str, lang: str = "en", variants: int = 1, output: str | None = None, *,
