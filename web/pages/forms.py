@@ -264,7 +264,7 @@ def answer_form(question: dict, previous=None) -> FlaskForm:
                 except (TypeError, IndexError, KeyError):
                     data[f"cell_{r}_{c}"] = ""
     elif kind in ("shape", "big_o"):
-        example = "(2, 8, 10, 64)" if kind == "shape" else "O(n^2 d)"
+        example = "(2, 3, 4, 5)" if kind == "shape" else "O(n log n)"  # formats, never a key
         AnswerForm.expression = StringField(
             _l("Answer"), validators=[InputRequired(_l("enter an answer")), Length(max=200)],
             render_kw={"autocomplete": "off", "spellcheck": "false", "placeholder": example})
