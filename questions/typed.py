@@ -102,7 +102,8 @@ def solution_of(question, env: dict) -> dict:
         key = handcalc.result(d, env)
         if d.get("ask", "matrix") == "entry":
             return {"value": handcalc.asked(d, env, key), "tolerance": {"abs": handcalc.tolerance(d)}}
-        return {"matrix": key, "tolerance": {"abs": handcalc.tolerance(d)}}
+        # rounded for people (the preview page); grading and the exports use the exact values
+        return {"matrix": [[round(x, 6) for x in row] for row in key], "tolerance": {"abs": handcalc.tolerance(d)}}
     if question.kind == "shape":
         return {"shape": list(shapes.shape_value(d["answer"], env))}
     return {"expression": d["answer"], "variables": list(d["variables"])}
