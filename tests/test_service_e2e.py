@@ -37,6 +37,8 @@ def test_concurrent_clients_every_submission_graded_exactly_once(server):
         accepted = list(pool.map(client, range(32)))
     ids = [i for i, _ in accepted]
     assert len(set(ids)) == 32
+    # serve's own level is WARNING, yet each request has its access line (docs: Operations, Logs)
+    assert any('"logger": "web.access"' in line and '"status": 202' in line for line in output)
 
     def all_graded():
         with session_factory(service.engine)() as session:

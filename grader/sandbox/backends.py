@@ -121,8 +121,10 @@ class PlainChild:
         req_r, req_w = os.pipe()
         res_r, res_w = os.pipe()
         # No preexec_fn (unsafe in a threaded grader): the harness applies the rlimits itself,
-        # first thing, and learns its pipe numbers from argv.
-        argv = [sys.executable, "-I", HARNESS, str(req_r), str(res_w)]
+        # first thing, and learns its pipe numbers from argv. -B: the child imports from the
+        # installed package, and must never write bytecode there for later children to load
+        # (-I ignores PYTHONDONTWRITEBYTECODE).
+        argv = [sys.executable, "-I", "-B", HARNESS, str(req_r), str(res_w)]
         if apply_rlimits:
             # No cgroup here: RLIMIT_DATA stays even for CUDA, the only memory bound there is.
             argv.append(json.dumps(policy.rlimits(limits, device)))

@@ -23,7 +23,7 @@ from grader.notebook import CellMap, NotebookError, annotate_check, is_notebook,
 
 from ..i18n import grader_text
 from ..models import Assignment, GradingJob, Submission, User, utcnow
-from .extensions import limits_for
+from .extensions import limits_for, lock_student
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 64 * 1024
@@ -174,6 +174,8 @@ def submit(session: Session, user: User, assignment: Assignment, code: str | byt
         raise SubmissionRejected(
             gettext("%(slug)s opens at %(when)s", slug=assignment.slug,
                     when=iso(assignment.opens_at)), 403)
+    if not staff:  # from here to the commit, this student's other submissions wait
+        lock_student(session, user)
     limits = limits_for(session, user, assignment)  # the student's own, with an extension
     late = bool(limits.deadline and now > limits.deadline)
     if late and not staff and assignment.late_policy == "reject":
