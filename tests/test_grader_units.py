@@ -243,6 +243,40 @@ def test_a_crashing_function_costs_a_bounded_number_of_children():
     assert "exit status 3" in crashed[0]["message"]
 
 
+def _check(check_id, passed, diagnosis=None, **details):
+    from grader.grading import CheckResult
+    return CheckResult(check_id, passed, 4 if passed else 0, 4, "message", dict(details, **(
+        {"diagnosis": diagnosis} if diagnosis else {})))
+
+
+FAMILIES = {"output": 20, "scale": 15, "mask": 15, "grad": 10, "inputs": 2}
+
+
+def test_a_knock_on_cannot_be_bought():
+    """What the charged-once rule forgives is only what the parent saw hold (grader/causes.py)."""
+    from grader.causes import charge_once, summary
+    # the home family failed: the other checks the bug explains keep their points
+    honest = [_check("scale.default", False, "no_scale"), _check("output.shapes", False, "no_scale"),
+              _check("mask.bool", False, "no_scale")]
+    (cause,) = charge_once(honest, FAMILIES)
+    assert cause["charged"] == ["scale.default"] and [c.points for c in honest] == [0, 4, 4]
+    # its family passed (a file that answers the probes right): charged wherever it shows
+    probed = [_check("scale.default", True), _check("output.shapes", False, "no_scale"),
+              _check("mask.bool", False, "no_scale")]
+    (cause,) = charge_once(probed, FAMILIES)
+    assert [c.points for c in probed] == [4, 0, 0] and cause["families"] == ["output", "mask"]
+    assert "charged in each family where it shows: output, mask" in str(summary(probed, [cause]))
+    # randomness never explains a failure away, even in its own family's presence
+    noisy = [_check("output.shapes", False, "nondeterministic"), _check("mask.bool", False, "nondeterministic")]
+    charge_once(noisy, FAMILIES)
+    assert [c.points for c in noisy] == [0, 0]
+    # a call that raised (an in-place error on purpose) or gave no gradient is never a knock-on
+    raised = [_check("inputs.unchanged", False, "inputs_modified"),
+              _check("grad.reference", False, "inputs_modified", error_kind="exception"),
+              _check("grad.gradcheck", False, "inputs_modified", no_gradient=True)]
+    (cause,) = charge_once(raised, FAMILIES)
+    assert [c.points for c in raised] == [0, 0, 0] and not cause["knock_on"]
+
 
 def test_a_forbidden_check_that_cannot_finish_is_a_detection():
     from grader.checks.base import Check
@@ -264,3 +298,31 @@ def test_a_forbidden_check_that_cannot_finish_is_a_detection():
     assert not scan_ok and scan["detected"] and "RecursionError" in scan["internal_error"]
     assert not out_ok and "detected" not in out  # elsewhere a grader error stays a grader error
 
+
+def test_causal_future_is_not_passed_by_luck():
+    """A function that answers one input two ways (dropout left on) fails the future-keys check on
+    every draw, not only where its two random answers happen to differ."""
+    from grader.checks import masks
+    from grader.checks.inputs import InputFactory
+
+    calls = [0]
+
+    def dropout_attention(q, k, v, is_causal=False):  # the same random draws on calls 1 and 2
+        calls[0] += 1
+        w = torch.softmax((q @ k.transpose(-2, -1) / q.size(-1) ** 0.5).masked_fill(
+            ~torch.ones(q.size(-2), k.size(-2), dtype=torch.bool).tril(), float("-inf")), -1)
+        keep = torch.rand(w.shape, generator=torch.Generator().manual_seed(calls[0] // 3)) > 0.1
+        return (w * keep / 0.9) @ v
+
+    class Ctx:
+        inputs, diagnoses, attention_seen = InputFactory(7), [], True
+
+        def call(self, *args, during="", **kwargs):
+            return type("R", (), {"output": dropout_attention(*args, **kwargs)})
+
+        def tensor_out(self, result, shape, what=""):
+            return result.output
+
+    with pytest.raises(masks.Fail) as caught:
+        masks.causal_future(Ctx())
+    assert caught.value.details["diagnosis"] == "nondeterministic"

@@ -82,7 +82,8 @@ def test_every_attack_family_is_present():
                      "forge_list_frame", "forge_missing_tensor", "forge_deep_json", "forge_huge_answer",
                      "empty_gradients", "hidden_mutation", "frozen_clock", "ignores_query_key", "returns_zeros",
                      "scale_probe_cheat", "fresh_interpreter", "undo_block", "coding_utf7", "bom_correct",
-                     "scan_recursion", "scan_recursion_backward", "parse_recursion", "parse_memory"):
+                     "scan_recursion", "parse_recursion", "parse_memory", "noise_where_masked",
+                     "float16_inside_everywhere", "inplace_hides_no_gradients", "probe_width_cheat"):
         assert required in names
 
 
