@@ -18,7 +18,7 @@ from .checks.base import Context, Fail, StudentFailure, clean_traceback
 from .source import SourceTooDeep, foreign_coding, parse_python, submission_text
 from .causes import charge_once, summary
 from .jsonsafe import json_safe
-from .checks.forbidden import fresh_samples, kernel_output
+from .checks.fingerprint import fresh_samples, kernel_output
 from .i18n import T, entry
 from .sandbox import SandboxSession
 from .tasks import registry
