@@ -289,10 +289,7 @@ class RunCgroup:
             _write(self.dirs[0], "cgroup.kill", 1, optional=True)
         pids = self.pids()
         for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            _kill(pid)
         return len(pids)
 
     def kill(self, timeout: float = 5.0) -> bool:
@@ -305,10 +302,7 @@ class RunCgroup:
             if not pids:
                 return True
             for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+                _kill(pid)
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.002)
@@ -344,6 +338,21 @@ class RunCgroup:
                 comm, state = "?", "gone"
             held.append(f"{pid} {state} {comm}")
         return f"{self.dirs[0]}: " + (", ".join(held) if held else "no processes listed")
+
+
+def _kill(pid: int) -> None:
+    """SIGKILL, then the highest CPU priority: a killed task still needs the CPU to exit, and on a
+    host loaded with other gradings 30 dying fork-bomb processes took 2-8 s to go (a test of
+    containment read them as survivors). Raised only after the kill, so nothing it could still
+    fork inherits the priority; where the grader may not raise it (no root), the kill alone."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, -20)
+    except OSError:
+        pass
 
 
 def _write(directory: str, name: str, value, optional: bool = False) -> None:

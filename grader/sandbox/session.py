@@ -20,6 +20,7 @@ from . import answers, policy, wire
 from .limits import Limits
 from .waiting import WaitClock
 
+TEARDOWN_SECONDS = 15.0  # at most, at the session's end, for its killed runs to be gone
 PROTOCOL_MESSAGE = ("your program wrote to the grader's answer channel (or tampered with the grader's "
                     "side of the sandbox): {detail}. Only the function's return value is graded")
 
@@ -106,6 +107,7 @@ class SandboxSession:
         with open(fd, "wb") as f:  # bytes pass through untouched: a non-UTF-8 file fails to import
             f.write(source if isinstance(source, bytes) else source.encode("utf-8", "surrogateescape"))
         self.child = None
+        self._retired: list = []  # children killed in this session (``close`` waits until they are gone)
         self._output = ["", ""]
         self.started_at = time.monotonic()
         self.charged = 0.0  # the child's time so far: its requests' wall time less its waits for a core
@@ -129,6 +131,14 @@ class SandboxSession:
                 pass
         if self.child is not None:
             self._retire_child()
+        # Nothing of the run outlives the session, whatever the load: a killed process still
+        # needs the CPU to exit, and on a loaded host a fork bomb's took seconds to go.
+        deadline = time.monotonic() + TEARDOWN_SECONDS
+        for child in self._retired:
+            wait_gone = getattr(child, "wait_gone", None)  # runs in a cgroup (the janitor's)
+            if wait_gone is not None:
+                wait_gone(max(0.0, deadline - time.monotonic()))
+        self._retired = []
         shutil.rmtree(self._dir, ignore_errors=True)
         closed = getattr(self.backend, "session_closed", None)  # only pools of warm children care
         if closed is not None:
@@ -139,6 +149,7 @@ class SandboxSession:
         self.child.kill()
         self._output[0] += self.child.stdout_text()
         self._output[1] += self.child.stderr_text()
+        self._retired.append(self.child)
         self.child = None
 
     @property
