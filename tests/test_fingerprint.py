@@ -13,15 +13,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from grader.checks.fingerprint import (DECODER_FINGERPRINT, MHA_FINGERPRINT, SDPA_FINGERPRINT, TILED_FINGERPRINT,
-                                       kernel_output)
+from grader.checks.fingerprint import (BACKWARD_FINGERPRINT, DECODER_FINGERPRINT, MHA_FINGERPRINT, SDPA_FINGERPRINT,
+                                       TILED_FINGERPRINT, kernel_output)
 from grader.checks.inputs import InputFactory
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FINGERPRINTS = {"sdpa": SDPA_FINGERPRINT, "mha": MHA_FINGERPRINT, "tiled_attention": TILED_FINGERPRINT,
-                "decoder_attention": DECODER_FINGERPRINT}
+                "decoder_attention": DECODER_FINGERPRINT, "sdpa_backward": BACKWARD_FINGERPRINT}
 FUNCTIONS = {"sdpa": "scaled_dot_product_attention", "mha": "multi_head_attention",
-             "tiled_attention": "tiled_attention", "decoder_attention": "decoder_attention"}
+             "tiled_attention": "tiled_attention", "decoder_attention": "decoder_attention",
+             "sdpa_backward": "scaled_dot_product_attention_backward"}
 SEEDS = (1, 2, 3)
 
 
@@ -45,10 +46,10 @@ def _samples(task, dtype, seed):
     ctx = _Draws(seed)
     args = FINGERPRINTS[task].sample(ctx, dtype)
     out = [(args, {})]
-    if task == "sdpa":
-        q, k, v = args
+    if task in ("sdpa", "sdpa_backward"):
+        q, k, v = args[:3]
         L, S = q.size(-2), k.size(-2)
-        out += [(args, {"attn_mask": ctx.inputs.bool_mask(L, S)}), ((q, k, v), {"is_causal": True}),
+        out += [(args, {"attn_mask": ctx.inputs.bool_mask(L, S)}), (args, {"is_causal": True}),
                 (args, {"attn_mask": ctx.inputs.float_mask(L, S, dtype=dtype)}), (args, {"scale": 0.3})]
     return out
 
@@ -137,3 +138,13 @@ def test_decoder_attention_has_a_fingerprint():
     cross = F.scaled_dot_product_attention(self_out.unsqueeze(1), memory.unsqueeze(1), memory.unsqueeze(1),
                                            attn_mask=keys(S, m_len)).squeeze(1) * rows
     assert kernel_output(DECODER_FINGERPRINT, [(args, {}, (self_out, cross))])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+def test_sdpa_backward_through_the_fused_kernel_is_recognised(dtype):
+    """(dQ, dK, dV) from the fused kernel's own backward (autograd through F.sdpa)."""
+    def by_autograd(q, k, v, g, **kwargs):
+        leaves = [t.detach().clone().requires_grad_(True) for t in (q, k, v)]
+        return torch.autograd.grad(F.scaled_dot_product_attention(*leaves, **kwargs), leaves, g)
+    samples = [(args, kw, by_autograd(*args, **kw)) for args, kw in _samples("sdpa_backward", dtype, 8)]
+    assert kernel_output(BACKWARD_FINGERPRINT, samples)
