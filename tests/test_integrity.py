@@ -100,7 +100,7 @@ def test_attack_is_withstood(reports, path, level):
     messages = " ".join(c["message"] for c in report["checks"]) + " " + str(report["error"])
     if expect == "builtin":
         assert report["score"] <= LOAD_POINTS, report["score"]
-        assert failed & {"forbidden.static", "forbidden.runtime"} or report["error"]
+        assert any(i.startswith("forbidden.") for i in failed) or report["error"], sorted(failed)
     elif expect == "protocol":
         assert report["score"] <= 2 * LOAD_POINTS
         if level in _reaches(path):  # where the forgery reaches the channel, it is named and zeroes the grade

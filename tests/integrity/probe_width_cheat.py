@@ -1,8 +1,8 @@
 # attack: forgets the scale, but applies it when the values look like the weight read-out's
-# (value width = keys + 3)
+# (value width = keys + 3); the same mistake made honestly scores 90 (scale.default's 10 points)
 # task: sdpa
 # levels: local
-# expect: score<=85
+# expect: score<=90
 import math
 
 import torch
