@@ -250,6 +250,18 @@ class RunCgroup:
             pass
         return False
 
+    def memory_limit_hits(self) -> int | None:
+        """How often the run's charge has hit its memory limit (v1 ``memory.failcnt``, v2 the
+        ``max`` count of ``memory.events``); None where it cannot be read."""
+        try:
+            if self.version == "v1":
+                with open(os.path.join(self.dirs[0], "memory.failcnt")) as f:
+                    return int(f.read())
+            with open(os.path.join(self.dirs[0], "memory.events")) as f:
+                return next((int(v) for k, _, v in (line.partition(" ") for line in f) if k == "max"), 0)
+        except (OSError, ValueError):
+            return None
+
     # -- memory as the kernel counts it, read by the parent (never by the child) ------------------
     def _read_int(self, name: str) -> int | None:
         try:

@@ -187,12 +187,23 @@ class SandboxSession:
         """Send one request and read one answer within ``limit`` seconds of the child's own time;
         a dead or silent child becomes a StudentError."""
         clock = WaitClock(self.child)
+        cgroup = getattr(self.child, "cgroup", None)
+        hits = cgroup.memory_limit_hits() if cgroup is not None else None
         try:
             return self._answer(request, limit, max_bytes, clock)
         except wire.WireTimeout:
+            # A run pressed against its memory limit pages its own code in and out until the
+            # kernel kills it, slower on a busy host: whether its time or its memory ran out first
+            # depended on the load. Hitting the limit during the request is running out of memory.
+            thrashed = hits is not None and (cgroup.memory_limit_hits() or 0) > hits
             self.child.kill()
             status = self.child.describe_exit()
             self._retire_child()
+            if "memory limit" in status:  # the kernel killed it for its memory; its time ran out after
+                return StudentError("memory", f"no answer: {status}")
+            if thrashed:
+                return StudentError("memory", f"the submission kept hitting its memory limit "
+                                              f"({self.limits.memory_bytes / 2**30:.1f} GiB) until its time ran out")
             return StudentError("timeout", f"no answer within the time limit ({status})")
         except (wire.WireError, OSError, BrokenPipeError) as exc:
             status = self.child.wait_exit(1.0)
