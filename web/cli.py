@@ -107,6 +107,9 @@ def serve(host, port, workers, threads, demo):
     supervisor.start()
     mode = "Dramatiq via " + config["BROKER_URL"] if config["BROKER_URL"] else "database queue"
     click.echo(f"attn-grader serving http://{host}:{port}/  ({workers} grading workers, {mode})")
+    if workers:
+        from grader.sandbox.backends import isolation_summary
+        click.echo(isolation_summary(config["SANDBOX"]))
     click.echo(f"database: {engine.url.render_as_string(hide_password=True)}")
     if accounts:
         click.echo(accounts.describe())
@@ -162,6 +165,8 @@ def worker(queues, processes, gpus, reconcile):
     supervisor.start()
     mode = "Dramatiq " + config["BROKER_URL"] if config["BROKER_URL"] else "database polling"
     click.echo(f"grading workers: {cpu} cpu, {len(gpu_ids)} gpu ({mode}); Ctrl-C stops")
+    from grader.sandbox.backends import isolation_summary
+    click.echo(isolation_summary(config["SANDBOX"]))
     signal.signal(signal.SIGTERM, lambda *_: supervisor.stop_event.set())
     try:
         supervisor.wait()

@@ -47,6 +47,7 @@ class CallResult:
     error: StudentError | None = None
     elapsed: float = 0.0            # as the child measured it: advisory
     wall: float = 0.0               # request sent to answer read, measured here
+    cpu: float | None = None        # CPU time the child's threads used for the request (kernel's count, read here)
     inputs_after: list | None = None
     blocked: list = field(default_factory=list)
     memory_peak: int | None = None  # bytes the run's cgroup grew by during the call (parent-measured)
@@ -111,6 +112,7 @@ class SandboxSession:
         self._output = ["", ""]
         self.started_at = time.monotonic()
         self.charged = 0.0  # the child's time so far: its requests' wall time less its waits for a core
+        self.last_cpu: float | None = None  # CPU seconds of the last request (WaitClock.cpu)
         self.restarts = 0
         self.last_load: LoadResult | None = None
         self.protocol_violations: list[str] = []
@@ -189,8 +191,11 @@ class SandboxSession:
         clock = WaitClock(self.child)
         cgroup = getattr(self.child, "cgroup", None)
         hits = cgroup.memory_limit_hits() if cgroup is not None else None
+        self.last_cpu = None
         try:
-            return self._answer(request, limit, max_bytes, clock)
+            answer = self._answer(request, limit, max_bytes, clock)
+            self.last_cpu = clock.cpu()
+            return answer
         except wire.WireTimeout:
             # A run pressed against its memory limit pages its own code in and out until the
             # kernel kills it, slower on a busy host: whether its time or its memory ran out first
@@ -310,5 +315,5 @@ class SandboxSession:
             True, output=answer["output"], output_type=answer["output_type"],
             output_device=answer["output_device"], requires_grad=answer["requires_grad"],
             grads=answer["grads"], grad_error=answer["grad_error"], ops=answer["ops"],
-            elapsed=answer["elapsed"], wall=wall, inputs_after=answer["inputs_after"],
+            elapsed=answer["elapsed"], wall=wall, cpu=self.last_cpu, inputs_after=answer["inputs_after"],
             blocked=answer["blocked"], memory_peak=memory_peak)

@@ -5,7 +5,7 @@ from . import Grading, Task, with_common_checks
 def build() -> Grading:
     import torch
 
-    from ..checks import forbidden, gradients, masks, output, properties, scale, stability, weights
+    from ..checks import forbidden, gradients, masks, output, properties, scale, speed, stability, weights
     from ..checks.base import Check
 
     return Grading(fingerprint=forbidden.SDPA_FINGERPRINT, checks=with_common_checks([
@@ -33,7 +33,7 @@ def build() -> Grading:
         Check("grad.gradcheck", gradients.sdpa_gradcheck, needs=("batch.independent",)),
         Check("permutation.keys_queries", properties.permutation),
         Check("fully_masked.zeros", properties.fully_masked),
-        Check("speed.relative", properties.speed),
+        Check("speed.relative", speed.speed),
         Check("precision.float64", output.precision),
     ]))
 
