@@ -5,12 +5,28 @@ carry ``diagnosis``) is fully explained by that bug. The bug is charged to the f
 tests it (``variants.HOME``): the failing checks of that family keep their verdict. Anywhere
 else, a check explained by a bug already charged is a knock-on: it is shown as "fails
 because of …" and keeps its points, since everything it checks on its own still holds.
-A bug whose own family did not fail (or that has none) is charged where it first shows.
+
+Only what the parent has shown to hold may be forgiven, so a file cannot buy a knock-on:
+- a bug whose own family passed (or that has none) is charged in every check where it shows:
+  the family that tests it did not see it, so nothing else it breaks is vouched for;
+- randomness ("nondeterministic") never explains a failure away: noise added on purpose
+  would otherwise turn every failure it covers into a forgiven one;
+- a check whose call raised, crashed or hung (``error_kind``), or returned no gradient
+  (``no_gradient``), is charged whatever bug is named on it: a deliberate error there must not
+  hide what it kept the grader from checking.
 """
 from __future__ import annotations
 
 from .checks.variants import explain, home_family
 from .i18n import N_, T
+
+NEVER_FORGIVEN = {"nondeterministic"}  # bugs that never make another check a knock-on
+
+
+def unanswered(check) -> bool:
+    """The check's own call raised, crashed or hung, or returned no gradient: charged whatever
+    bug is named on it."""
+    return bool(check.details.get("error_kind") or check.details.get("no_gradient"))
 
 
 def charge_once(checks: list, families) -> list[dict]:
@@ -36,12 +52,11 @@ def charge_once(checks: list, families) -> list[dict]:
                     c.details["diagnosis"] = owner["diagnosis"]
                 del causes[name]
                 continue
-        if cause["family"] is None:  # a bug this grader has no home family for: every check it
-            home = explained            # breaks is charged, as without this rule
-            cause["family"] = explained[0].id.split(".")[0]
-        elif not home:  # its family passed: charge it where it first shows
-            home = explained[:1]
-            cause["family"] = home[0].id.split(".")[0]
+        if cause["family"] is None or not home or name in NEVER_FORGIVEN:
+            # No family of its own, its family did not see it, or randomness: charged wherever it shows.
+            home = explained
+            if not cause["family"] or cause["family"] not in {c.id.split(".")[0] for c in home}:
+                cause["family"] = explained[0].id.split(".")[0]
         cause["_home"], cause["_explained"] = home, explained
     # Two names charged to one family (attn_mask ignored, and the float mask ignored) are one bug
     # there: the family is charged once either way; the first name speaks for both.
@@ -59,13 +74,14 @@ def charge_once(checks: list, families) -> list[dict]:
         home, explained = cause.pop("_home"), cause.pop("_explained")
         explained = [c for c in failing if c.details.get("diagnosis") == name]
         for c in explained:
-            if c in home:
+            if c in home or unanswered(c):
                 cause["charged"].append(c.id)
                 continue
             cause["knock_on"].append(c.id)
             c.details["because_of"] = name
             c.points = c.max_points
             c.message = _knock_on(c.message, name)
+        cause["families"] = list(dict.fromkeys(i.split(".")[0] for i in cause["charged"]))
     return list(causes.values())
 
 
@@ -90,9 +106,14 @@ def summary(checks: list, causes: list[dict]) -> str:
     for cause in causes:
         n = len(cause["charged"]) + len(cause["knock_on"])
         bug = _bug(cause["diagnosis"], cause["explanation"])
-        parts.append(_counted(n, N_("{bug} ({n} check fails because of it; charged once, to {family})"),
-                              N_("{bug} ({n} checks fail because of it; charged once, to {family})"),
-                              bug=bug, family=cause["family"]))
+        families = cause.get("families") or [cause["family"]]
+        if len(families) > 1:  # charged in every check where it shows (see the module's docstring)
+            parts.append(T("{bug} ({n} checks fail because of it; charged in each family where it shows: "
+                           "{families})", bug=bug, n=n, families=", ".join(families)))
+        else:
+            parts.append(_counted(n, N_("{bug} ({n} check fails because of it; charged once, to {family})"),
+                                  N_("{bug} ({n} checks fail because of it; charged once, to {family})"),
+                                  bug=bug, family=families[0]))
     if others and causes:
         n, first = len(others), others[0]
         parts.append(_counted(n, N_("{n} other failing check, first {check}: {message}"),

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 from . import GRADER_VERSION
 from .checks.base import Context, Fail, StudentFailure, clean_traceback
-from .source import parse_python
+from .source import SourceTooDeep, foreign_coding, parse_python, submission_text
 from .causes import charge_once, summary
 from .jsonsafe import json_safe
-from .checks.forbidden import fresh_samples, kernel_output
+from .checks.fingerprint import fresh_samples, kernel_output
 from .i18n import T, entry
 from .sandbox import SandboxSession
 from .tasks import registry
@@ -184,26 +184,38 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
 
     if progress:
         progress("load.source", 0, total)
-    if isinstance(source, bytes):
-        try:
-            source = source.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            return fail_load("load.source", T("the file is not valid UTF-8 text (byte {byte} cannot be "
-                                              "decoded): save it as UTF-8", byte=exc.start))
+    try:
+        source = submission_text(source)  # the one text the parent scans and the child runs
+    except UnicodeDecodeError as exc:
+        return fail_load("load.source", T("the file is not valid UTF-8 text (byte {byte} cannot be "
+                                          "decoded): save it as UTF-8", byte=exc.start))
+    except UnicodeEncodeError as exc:  # text handed over as str with a lone surrogate
+        return fail_load("load.source", T("the file is not valid Unicode text (character {position} is half "
+                                          "of a surrogate pair): save it as UTF-8", position=exc.start))
     try:
         parse_python(source)
+    except SourceTooDeep:
+        return fail_load("load.source", T("Python cannot parse your file: expressions or blocks nest too deeply "
+                                          "for its parser (thousands of operators, brackets or attributes in "
+                                          "one chain); split them into shorter statements"))
     except SyntaxError as exc:
         where = syntax_error_place(exc)
         message = T("Python cannot parse your file: {error} (line {line}, column {column})", error=exc.msg,
-                    line=exc.lineno, column=exc.offset) if exc.offset else \
-            T("Python cannot parse your file: {error} (line {line})", error=exc.msg, line=exc.lineno)
+                    line=exc.lineno, column=exc.offset) if exc.offset and exc.lineno else \
+            T("Python cannot parse your file: {error} (line {line})", error=exc.msg, line=exc.lineno) \
+            if exc.lineno else T("Python cannot parse your file: {error}", error=exc.msg)
         return fail_load("load.source", message, where)
-    except ValueError as exc:  # e.g. null bytes
-        return fail_load("load.source", T("Python cannot parse your file: {error}", error=str(exc)))
+    except Exception as exc:  # null bytes (ValueError), and whatever else the parser may raise
+        return fail_load("load.source", T("Python cannot parse your file: {error}",
+                                          error=str(exc) or type(exc).__name__))
     add("load.source", True, T("valid UTF-8 Python"))
+    coding = foreign_coding(source)
 
     with SandboxSession(source, t.function, level=sandbox, limits=limits, device=device, block=t.block) as session:
         report.sandbox, report.warnings = session.level, list(session.warnings)
+        if coding:
+            report.warnings.append(T("your file declares the encoding {encoding} in a coding line; the grader "
+                                     "reads every file as UTF-8 and ignores that line", encoding=coding))
         if progress:
             progress("load.import", 1, total)
         loaded = session.load()
@@ -311,8 +323,15 @@ def _run_one(ctx, check, add, per_check) -> bool | None:
             # autograd refusing an in-place change the parent saw itself (the message alone is not evidence)
             details["diagnosis"] = "inputs_modified"
     except Exception as exc:  # a grader bug must not take the other checks down
-        message = T("the grader could not run this check ({error}); please report it", error=type(exc).__name__)
         details = {"internal_error": f"{type(exc).__name__}: {exc}"[:500]}
+        if check.family == "forbidden":
+            # A file the scan cannot finish on (a 900-deep attribute chain, say) is not thereby
+            # clean: what cannot be checked for built-in attention is not graded.
+            message = T("the grader could not finish checking your file for built-in attention ({error}), so "
+                        "nothing is graded: simplify the code it stopped on", error=type(exc).__name__)
+            details["detected"] = True
+        else:
+            message = T("the grader could not run this check ({error}); please report it", error=type(exc).__name__)
     per_check[check.id] = round(time.monotonic() - began, 3)
     if passed:
         ctx.passed.add(check.id)

@@ -76,6 +76,7 @@ def test_submit_a_file_as_multipart(api):
     ({"task": "sdpa"}, 400, "missing 'code'"),
     ({"code": "x = 1"}, 400, "missing 'task'"),
     ({"task": "sdpa", "code": 5}, 400, "'code' must be a string"),
+    ({"task": "sdpa", "code": "x = '\ud800'\n"}, 400, "not UTF-8"),  # JSON can carry a lone surrogate
     ({"task": "sdpa", "code": "x" * (64 * 1024 + 1)}, 413, "the limit is 65536 bytes"),
     ({"task": "quiz", "code": "x = 1"}, 400, "is a quiz"),
 ])

@@ -108,6 +108,12 @@ def test_unloadable_file_exits_1_with_zero_score(tmp_path):
     proc = run("check", str(broken), "--task", "sdpa", "--json")
     report = json.loads(proc.stdout)
     assert proc.returncode == 1 and report["score"] == 0 and "line 1" in report["error"]
+    # 20 KB of 1+1+...: ast.parse raises RecursionError; the answer is still a JSON report
+    deep = os.path.join(HERE, "integrity", "parse_recursion.py")
+    proc = run("check", deep, "--task", "sdpa", "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-1000:]
+    assert report["score"] == 0 and "nest too deeply" in report["error"]
 
 
 def test_strict_runs_or_refuses_with_exit_2():

@@ -1,5 +1,7 @@
 """The grader's parts on their own: tolerance, static scan, scale reading, scoring, load failures."""
+import json
 import math
+import random
 
 import pytest
 import torch
@@ -133,6 +135,36 @@ def test_unloadable_files_score_zero_without_a_child(source, needle):
     assert all(c["details"].get("skipped") for c in report["checks"][1:])
 
 
+def _malformed_sources():
+    """Sources no parser accepts, of every kind a student (or a fuzzer) can send: deep nesting of
+    each construct (RecursionError, MemoryError or SyntaxError inside the parser), bytes that are
+    not UTF-8, text no file can hold, NULs, broken indentation, and seeded random bytes."""
+    deep = {"sum": "x = " + "+".join(["1"] * 10_000), "unary": "x = " + "-" * 10_000 + "1",
+            "parens": "x = " + "(" * 5_000 + ")" * 5_000, "lists": "x = " + "[" * 5_000 + "]" * 5_000,
+            "calls": "x = f" + "(" * 5_000 + ")" * 5_000, "not": "x = " + "not " * 10_000 + "y",
+            "lambdas": "f = " + "lambda: " * 5_000 + "0", "power": "x = " + "**".join(["2"] * 10_000),
+            "subscripts": "x = a" + "[0]" * 10_000, "fstrings": "x = " + "f'{" * 200 + "1" + "}'" * 200,
+            "blocks": "".join(" " * i + "if x:\n" for i in range(200)) + " " * 200 + "pass\n"}
+    out = list(deep.items())
+    out += [("not utf-8", b"def f():\n    return '\xff\xfe'\n"), ("lone surrogate", "x = '\ud800'\n"),
+            ("nul", b"x = 1\x00\n"), ("bom then garbage", b"\xef\xbb\xbf)("),
+            ("tabs and spaces", "if x:\n\tpass\n        pass\n"), ("unterminated", "x = '''\n"),
+            ("unknown cookie", b"# coding: no-such-codec\n)\n"), ("utf-16", "x = 1\n".encode("utf-16"))]
+    rng = random.Random(30)
+    out += [(f"random bytes {i}", bytes(rng.randrange(256) for _ in range(rng.randrange(1, 400))) + b")(")
+            for i in range(20)]
+    return out
+
+
+@pytest.mark.parametrize("name, source", _malformed_sources(), ids=[n for n, _ in _malformed_sources()])
+def test_no_malformed_source_raises_out_of_grade_source(name, source):
+    """Whatever bytes arrive, the answer is a report whose load.source says why, never an exception."""
+    d = grade_source(source, "sdpa", seed=1).to_dict()
+    json.dumps(d)
+    assert d["score"] == 0 and d["checks"][0]["id"] == "load.source" and not d["checks"][0]["passed"], d["error"]
+    assert d["error"] and len(d["error"]) > 20 and "Traceback" not in d["error"]
+
+
 def test_load_failures_in_the_child():
     missing = grade_source("def attention(q, k, v):\n    return q\n", "sdpa", seed=1).to_dict()
     assert missing["score"] == 0 and "does not define scaled_dot_product_attention" in missing["error"]
@@ -209,3 +241,88 @@ def test_a_crashing_function_costs_a_bounded_number_of_children():
     skipped = [c for c in report["checks"] if c["message"].startswith("skipped: your function crashed")]
     assert len(crashed) == 6 and skipped and not report["passed"]
     assert "exit status 3" in crashed[0]["message"]
+
+
+def _check(check_id, passed, diagnosis=None, **details):
+    from grader.grading import CheckResult
+    return CheckResult(check_id, passed, 4 if passed else 0, 4, "message", dict(details, **(
+        {"diagnosis": diagnosis} if diagnosis else {})))
+
+
+FAMILIES = {"output": 20, "scale": 15, "mask": 15, "grad": 10, "inputs": 2}
+
+
+def test_a_knock_on_cannot_be_bought():
+    """What the charged-once rule forgives is only what the parent saw hold (grader/causes.py)."""
+    from grader.causes import charge_once, summary
+    # the home family failed: the other checks the bug explains keep their points
+    honest = [_check("scale.default", False, "no_scale"), _check("output.shapes", False, "no_scale"),
+              _check("mask.bool", False, "no_scale")]
+    (cause,) = charge_once(honest, FAMILIES)
+    assert cause["charged"] == ["scale.default"] and [c.points for c in honest] == [0, 4, 4]
+    # its family passed (a file that answers the probes right): charged wherever it shows
+    probed = [_check("scale.default", True), _check("output.shapes", False, "no_scale"),
+              _check("mask.bool", False, "no_scale")]
+    (cause,) = charge_once(probed, FAMILIES)
+    assert [c.points for c in probed] == [4, 0, 0] and cause["families"] == ["output", "mask"]
+    assert "charged in each family where it shows: output, mask" in str(summary(probed, [cause]))
+    # randomness never explains a failure away, even in its own family's presence
+    noisy = [_check("output.shapes", False, "nondeterministic"), _check("mask.bool", False, "nondeterministic")]
+    charge_once(noisy, FAMILIES)
+    assert [c.points for c in noisy] == [0, 0]
+    # a call that raised (an in-place error on purpose) or gave no gradient is never a knock-on
+    raised = [_check("inputs.unchanged", False, "inputs_modified"),
+              _check("grad.reference", False, "inputs_modified", error_kind="exception"),
+              _check("grad.gradcheck", False, "inputs_modified", no_gradient=True)]
+    (cause,) = charge_once(raised, FAMILIES)
+    assert [c.points for c in raised] == [0, 0, 0] and not cause["knock_on"]
+
+
+def test_a_forbidden_check_that_cannot_finish_is_a_detection():
+    from grader.checks.base import Check
+    from grader.grading import _run_one
+
+    class Ctx:
+        passed, mutated = set(), {}
+
+        def start(self, check_id):
+            pass
+
+    def deep(ctx):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    got = []
+    for cid in ("forbidden.static", "output.shapes"):
+        _run_one(Ctx(), Check(cid, deep), lambda *a: got.append(a), {})
+    (_, scan_ok, _, scan), (_, out_ok, _, out) = got
+    assert not scan_ok and scan["detected"] and "RecursionError" in scan["internal_error"]
+    assert not out_ok and "detected" not in out  # elsewhere a grader error stays a grader error
+
+
+def test_causal_future_is_not_passed_by_luck():
+    """A function that answers one input two ways (dropout left on) fails the future-keys check on
+    every draw, not only where its two random answers happen to differ."""
+    from grader.checks import masks
+    from grader.checks.inputs import InputFactory
+
+    calls = [0]
+
+    def dropout_attention(q, k, v, is_causal=False):  # the same random draws on calls 1 and 2
+        calls[0] += 1
+        w = torch.softmax((q @ k.transpose(-2, -1) / q.size(-1) ** 0.5).masked_fill(
+            ~torch.ones(q.size(-2), k.size(-2), dtype=torch.bool).tril(), float("-inf")), -1)
+        keep = torch.rand(w.shape, generator=torch.Generator().manual_seed(calls[0] // 3)) > 0.1
+        return (w * keep / 0.9) @ v
+
+    class Ctx:
+        inputs, diagnoses, attention_seen = InputFactory(7), [], True
+
+        def call(self, *args, during="", **kwargs):
+            return type("R", (), {"output": dropout_attention(*args, **kwargs)})
+
+        def tensor_out(self, result, shape, what=""):
+            return result.output
+
+    with pytest.raises(masks.Fail) as caught:
+        masks.causal_future(Ctx())
+    assert caught.value.details["diagnosis"] == "nondeterministic"

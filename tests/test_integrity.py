@@ -4,9 +4,12 @@ Each file in tests/integrity/ names its attack, its task and what it must get (`
 ``builtin`` (the default: built-in attention in some form) gets at most the load points and a
 failing ``forbidden`` check; ``protocol`` (a forged answer) gets a report, never an exception,
 with a protocol failure where the forgery reached the channel; ``notattention`` gets at most the
-load and forbidden points; ``inputs``/``scale`` fail that family; ``any`` only must not break the
-grader. Every file is graded at three sandbox levels: ``none``, where the harness is the child's
-``__main__`` and easy to patch (so the parent's own checks are what stops it), and ``auto``.
+load and forbidden points; ``inputs``/``scale`` fail that family; ``unloaded`` fails to load
+(score 0) with a report, never an exception; ``full`` scores 100; ``score<=N`` at most N (a
+charged-once rule it tries to buy); ``any`` only must not break the grader. Every file is graded
+at three sandbox levels: ``none``, where the harness is the child's ``__main__`` and easy to
+patch (so the parent's own checks are what stops it), ``local`` and ``auto``; a file about
+scoring rather than the child (``# levels: local``) at the levels it names.
 """
 import glob
 import json
@@ -33,18 +36,26 @@ LOAD_POINTS = 5
 LIMITS = Limits(wall_seconds=20, call_seconds=5)
 
 
+def _head(path):
+    with open(path, "rb") as f:
+        return f.read(800).decode("utf-8", "replace")
+
+
 def _meta(path):
-    with open(path, encoding="utf-8") as f:
-        head = f.read(800)
+    head = _head(path)
     task = re.search(r"^# task: (\w+)", head, re.M).group(1)
-    expect = re.search(r"^# expect: (\w+)", head, re.M)
+    expect = re.search(r"^# expect: ([\w<=]+)", head, re.M)
     return task, expect.group(1) if expect else "builtin"
+
+
+def _levels(path):
+    found = re.search(r"^# levels: (.+)$", _head(path), re.M)
+    return tuple(level for level in LEVELS if level in found.group(1).split()) if found else LEVELS
 
 
 def _reaches(path):
     """The levels at which the forgery takes effect (``# reaches:``; default every level)."""
-    with open(path, encoding="utf-8") as f:
-        found = re.search(r"^# reaches: (.+)$", f.read(800), re.M)
+    found = re.search(r"^# reaches: (.+)$", _head(path), re.M)
     return set(found.group(1).split()) if found else set(LEVELS)
 
 
@@ -59,7 +70,7 @@ def reports():
         with open(path, "rb") as f:
             report = grade_source(f.read(), _meta(path)[0], seed=4242, sandbox=level, limits=LIMITS)
         return job, report.to_dict()
-    jobs = [(p, level) for p in ATTACKS for level in LEVELS]
+    jobs = [(p, level) for p in ATTACKS for level in _levels(p)]
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(pool.map(grade, jobs))
 
@@ -70,12 +81,14 @@ def test_every_attack_family_is_present():
                      "exec_chr_builtin", "torch_ops_kernel", "mha_need_weights", "crash_after_builtin",
                      "forge_list_frame", "forge_missing_tensor", "forge_deep_json", "forge_huge_answer",
                      "empty_gradients", "hidden_mutation", "frozen_clock", "ignores_query_key", "returns_zeros",
-                     "scale_probe_cheat", "fresh_interpreter", "undo_block"):
+                     "scale_probe_cheat", "fresh_interpreter", "undo_block", "coding_utf7", "bom_correct",
+                     "scan_recursion", "parse_recursion", "parse_memory", "noise_where_masked",
+                     "float16_inside_everywhere", "inplace_hides_no_gradients", "probe_width_cheat"):
         assert required in names
 
 
-@pytest.mark.parametrize("level", LEVELS)
-@pytest.mark.parametrize("path", ATTACKS, ids=lambda p: os.path.basename(p)[:-3])
+@pytest.mark.parametrize("path,level", [(p, level) for p in ATTACKS for level in _levels(p)],
+                         ids=[f"{os.path.basename(p)[:-3]}-{level}" for p in ATTACKS for level in _levels(p)])
 def test_attack_is_withstood(reports, path, level):
     report = reports[(path, level)]
     _, expect = _meta(path)
@@ -87,7 +100,7 @@ def test_attack_is_withstood(reports, path, level):
     messages = " ".join(c["message"] for c in report["checks"]) + " " + str(report["error"])
     if expect == "builtin":
         assert report["score"] <= LOAD_POINTS, report["score"]
-        assert failed & {"forbidden.static", "forbidden.runtime"} or report["error"]
+        assert any(i.startswith("forbidden.") for i in failed) or report["error"], sorted(failed)
     elif expect == "protocol":
         assert report["score"] <= 2 * LOAD_POINTS
         if level in _reaches(path):  # where the forgery reaches the channel, it is named and zeroes the grade
@@ -98,6 +111,12 @@ def test_attack_is_withstood(reports, path, level):
         assert report["score"] <= 2 * LOAD_POINTS, report["score"]
     elif expect in ("inputs", "scale"):
         assert any(i.startswith(expect + ".") for i in failed), sorted(failed)
+    elif expect == "unloaded":
+        assert report["score"] == 0 and report["error"] and failed & {"load.source", "load.import"}, report["error"]
+    elif expect == "full":
+        assert report["score"] == 100, {c["id"]: c["message"] for c in report["checks"] if not c["passed"]}
+    elif expect.startswith("score<="):
+        assert report["score"] <= int(expect[len("score<="):]), (report["score"], report["summary"])
     if os.path.basename(path) == "fresh_interpreter.py" and level != "auto":
         # the first call on fresh inputs already is the kernel's output: nothing more is run
         assert _skipped(report) and "bit-for-bit" in messages, messages[:400]

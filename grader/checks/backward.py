@@ -253,7 +253,9 @@ def causal_rectangular(ctx):
 def autograd_static(ctx):
     """Autograd reached from the source: torch.autograd, .backward(), torch.func, requires_grad_."""
     import ast
-    tree = ast.parse(ctx.session.source)
+
+    from ..source import dotted, parse_python
+    tree = parse_python(ctx.session.source)
     found = []
     for node in ast.walk(tree):
         name = node.attr if isinstance(node, ast.Attribute) else (
@@ -264,7 +266,7 @@ def autograd_static(ctx):
             if hits:
                 found.append({"line": node.lineno, "what": f"imports {', '.join(hits)} from {node.module}"})
         elif isinstance(node, ast.Attribute) and name in AUTOGRAD_NAMES:
-            found.append({"line": node.lineno, "what": f"uses {ast.unparse(node)}"})
+            found.append({"line": node.lineno, "what": f"uses {dotted(node)}"})
         elif isinstance(node, ast.keyword) and node.arg == "requires_grad":
             found.append({"line": getattr(node.value, "lineno", 0), "what": "creates tensors with requires_grad"})
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC:

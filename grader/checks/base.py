@@ -100,7 +100,8 @@ class Context:
         self.calls = 0
         self.tensor_calls = 0               # calls that returned a tensor of the expected shape
         self.blocked: set[str] = set()      # built-in attention the child says it tried (advisory)
-        self.samples: list[tuple] = []      # (args, kwargs, output) of float32 calls, for forbidden.runtime
+        self.samples: list[tuple] = []      # (args, kwargs, output) of plain calls, for forbidden.runtime
+        self._sampled: dict = {}            # input dtype -> samples kept
         self.fingerprint_samples: list[tuple] = []  # taken first, for the same check
         self.fingerprint_unanswered = False  # a call on them hung or died (forbidden.runtime)
         # Some call matched the reference (or the reference with a named bug), or its weights are
@@ -145,10 +146,20 @@ class Context:
                     self.mutated.setdefault(name, self.current)
         if not result.ok:
             raise StudentFailure(result.error, during)
-        if (len(self.samples) < 8 and isinstance(result.output, torch.Tensor) and not wrt
-                and result.output.dtype == torch.float32 and sent and sent[0][1].dtype == torch.float32):
-            self.samples.append((args, kwargs, result.output))
+        self._keep_sample(args, kwargs, result.output, sent, wrt)
         return result
+
+    def _keep_sample(self, args, kwargs, output, sent, wrt) -> None:
+        """The first ``SAMPLES_PER_DTYPE`` calls of each input dtype, for the fingerprint
+        (``forbidden.runtime``): a tensor or a tuple of tensors, on plain (not autograd) calls."""
+        dtype = sent[0][1].dtype if sent else None
+        outs = output if isinstance(output, tuple) else (output,)
+        if wrt or dtype is None or not dtype.is_floating_point or \
+                not all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in outs):
+            return
+        if self._sampled.get(dtype, 0) < SAMPLES_PER_DTYPE:
+            self._sampled[dtype] = self._sampled.get(dtype, 0) + 1
+            self.samples.append((args, kwargs, output))
 
     def tensor_out(self, result, shape: tuple, what: str = "") -> torch.Tensor:
         """The call's output, or a Fail naming what came back instead of a tensor of ``shape``."""
@@ -199,6 +210,7 @@ class Context:
 
 
 ECHO_LIMIT = 1 << 18  # inputs of up to this many elements come back for the in-place check
+SAMPLES_PER_DTYPE = 8  # calls of each input dtype the fingerprint compares (forbidden.runtime)
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:

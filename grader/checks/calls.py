@@ -80,7 +80,7 @@ def run_sdpa(ctx, q, k, v, attn_mask=None, is_causal=False, scale=None, *, what:
     raise fail
 
 
-def _named(ctx, name: str, details: dict) -> None:
+def record_bug(ctx, name: str, details: dict) -> None:
     """``name`` is this failure's bug, and one of the bugs named so far in this grading."""
     details["diagnosis"] = name
     if name not in ctx.diagnoses:
@@ -92,7 +92,7 @@ def diagnose(ctx, out, ref64, variants, cmp, recall, half_ref, details) -> str:
     ref_error = relative_error(out, ref64)
     name = identify(out, variants, ref_error, allow_all_nan=ctx.attention_seen)
     if name:
-        _named(ctx, name, details)
+        record_bug(ctx, name, details)
         ctx.attention_seen = True  # attention with a known bug is still attention
         return explain(name)
     try:  # same inputs twice: a different answer means randomness (dropout left on, say)
@@ -104,9 +104,8 @@ def diagnose(ctx, out, ref64, variants, cmp, recall, half_ref, details) -> str:
             again = recall().output
             random = again is not None and again.shape == out.shape and not _same_values(again, out)
         if random:
-            _named(ctx, "nondeterministic", details)
-            return T("your function returns different results for the same inputs: is dropout "
-                     "(or some other randomness) still switched on?")
+            record_bug(ctx, "nondeterministic", details)
+            return explain("nondeterministic")
     except Exception:  # the cause stays unnamed; the failure itself is already reported
         pass
     if out.dtype == torch.float32 and cmp.nonfinite == 0 and ref_error < 0.05:
@@ -117,12 +116,10 @@ def diagnose(ctx, out, ref64, variants, cmp, recall, half_ref, details) -> str:
             half_err = 0.0
         if half_err and ref_error < 10 * half_err:
             details["diagnosis"] = "low_precision"
-            return T("your error is the size of float16/bfloat16 rounding: part of your computation "
-                     "runs in half precision; compute in the input's dtype")
+            return explain("low_precision")
     if out.dtype == torch.float64 and cmp.nonfinite == 0 and ref_error < 1e-4:
         details["diagnosis"] = "float32_precision"
-        return T("your float64 result has only float32 precision: part of your computation runs in float32 "
-                 "(e.g. .float() or a float32 constant tensor); compute in the input's dtype")
+        return explain("float32_precision")
     if cmp.nonfinite and str(details.get("mask", "")).startswith("float"):
         details["diagnosis"] = "float_mask_not_added"
         return T("NaN or inf where the reference is finite, with a float mask: a float mask is "

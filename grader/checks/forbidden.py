@@ -11,7 +11,8 @@ At run time torch's own attention is switched off inside the child before the fi
 imported (``sandbox/disarm.py``), so calling it raises wherever it is called from. The
 verdict below always runs, after every other check, and rests on, in order:
 tampering with the answer channel (seen by the parent), the parent's own fingerprint
-(outputs bit-identical to torch's fused kernels, computed here on the same inputs),
+(outputs bit-identical to torch's fused kernels, computed here on the same inputs:
+``fingerprint.py``),
 and what the child reports (blocked attempts, the aten trace), which is advisory but
 can only incriminate. A detection zeroes everything but the load checks.
 """
@@ -21,9 +22,10 @@ import ast
 
 import torch
 
-from ..source import parse_python
-from ..tasks import Fingerprint
-from .base import Fail, StudentFailure
+from ..source import dotted, parse_python
+from .base import Fail
+from .fingerprint import (BACKWARD_FINGERPRINT, DECODER_FINGERPRINT, MHA_FINGERPRINT, SDPA_FINGERPRINT,  # noqa: F401
+                          TILED_FINGERPRINT, fresh_samples, kernel_output)
 from ..i18n import T
 
 # Names whose use means "let torch (or the grader) do the attention".
@@ -115,7 +117,7 @@ def scan_source(source: str) -> list[dict]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             if _is_forbidden_name(node.attr) and _root(node) in imported:
-                flag(node, f"uses {ast.unparse(node)}")
+                flag(node, f"uses {dotted(node)}")
             elif node.attr in TAMPERING:
                 flag(node, f"uses {node.attr}, which interferes with the grader's tracing")
         elif isinstance(node, ast.Name) and node.id in TAMPERING:
@@ -133,7 +135,7 @@ def scan_source(source: str) -> list[dict]:
         elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
                 and isinstance(node.slice.value, str):
             if _is_forbidden_name(node.slice.value) or (node.slice.value.split(".")[0] in FORBIDDEN_MODULES
-                                                         and ast.unparse(node.value).endswith("modules")):
+                                                         and dotted(node.value).endswith("modules")):
                 flag(node, f"looks up {node.slice.value!r} by subscript")
     seen, unique = set(), []
     for f in findings:
@@ -168,7 +170,7 @@ def forbidden_ops(ops) -> list[str]:
 
 
 def static_check(ctx) -> str:
-    findings = scan_source(ctx.session.source)
+    findings = scan_source(ctx.session.source)  # a scan that cannot finish is a detection (grading._run_one)
     if findings:
         lines = "; ".join(f"line {f['line']}: {f['what']}" for f in findings[:5])
         raise Fail(T("built-in or reference attention is not allowed: write the attention "
@@ -176,116 +178,11 @@ def static_check(ctx) -> str:
     return T("no built-in attention, reference import or trace tampering found in the source")
 
 
-def _flash(q, k, v, attn_mask=None, is_causal=False, scale=None):
-    """torch's fused CPU kernel itself (not F.scaled_dot_product_attention, which may pick the math
-    path: plain matmul and softmax, which honest code can match bit for bit)."""
-    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4 or q.device.type != "cpu":
-        return None
-    if attn_mask is not None and attn_mask.dtype == torch.bool:
-        attn_mask = torch.zeros(attn_mask.shape, dtype=q.dtype).masked_fill(~attn_mask, float("-inf"))
-    q, k, v = torch.broadcast_tensors(q, k, v) if q.shape[:2] != k.shape[:2] else (q, k, v)
-    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-        q, k, v, is_causal=is_causal, attn_mask=attn_mask, scale=scale)[0]
-
-
-def _sdpa_builtin(args, kwargs):
-    return _flash(*args, **kwargs)
-
-
-def _mha_builtin(args, kwargs):
-    if kwargs:
-        return None
-    x_q, x_kv, w_q, w_k, w_v, w_o, H = args
-    B, L, D = x_q.shape
-    split = lambda x: x.unflatten(-1, (H, D // H)).transpose(1, 2)  # (B, T, D) -> (B, H, T, d_k)
-    heads = _flash(split(x_q @ w_q.T), split(x_kv @ w_k.T), split(x_kv @ w_v.T))
-    return None if heads is None else heads.transpose(1, 2).reshape(B, L, D) @ w_o.T
-
-
-def _sdpa_plain(args, kwargs) -> list:
-    """Plain formulas in the inputs' own dtype: a sample where one rounds like the kernel proves nothing."""
-    from reference_impl import scaled_dot_product_attention
-    q, k, v = args
-    out = [scaled_dot_product_attention(*args, **kwargs)]
-    if not kwargs:
-        out.append(torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, dim=-1) @ v)
-    return out
-
-
-def _mha_plain(args, kwargs) -> list:
-    from reference_impl import multi_head_attention
-    return [multi_head_attention(*args, **kwargs)]
-
-
-# Ordinary-looking float32 calls on which the fused kernel applies (it needs E = Ev; with
-# E != Ev torch falls back to plain matmul and softmax, which proves nothing).
-def _sdpa_sample(ctx):
-    r = ctx.inputs.randn
-    B, H = ctx.inputs.distinct(2, 2, 5)
-    L, S, E = ctx.inputs.distinct(3, 5, 24)
-    return (r(B, H, L, E), r(B, H, S, E), r(B, H, S, E))
-
-
-def _mha_sample(ctx):
-    r = ctx.inputs.randn
-    B, L, S = ctx.inputs.distinct(3, 2, 9)
-    H, dk = ctx.inputs.randint(2, 4), ctx.inputs.randint(2, 6)
-    D = H * dk
-    return (r(B, L, D), r(B, S, D), *(r(D, D, std=D ** -0.5) for _ in range(4)), H)
-
-
-SDPA_FINGERPRINT = Fingerprint(sample=_sdpa_sample, builtin=_sdpa_builtin, plain=_sdpa_plain)
-# tiled_attention(query, key, value, block_size): the same kernel on the first three arguments.
-TILED_FINGERPRINT = Fingerprint(sample=lambda ctx: (*_sdpa_sample(ctx), ctx.inputs.randint(2, 6)),
-                                builtin=lambda args, kwargs: _flash(*args[:3]),
-                                plain=lambda args, kwargs: _sdpa_plain(args[:3], {}))
-MHA_FINGERPRINT = Fingerprint(sample=_mha_sample, builtin=_mha_builtin, plain=_mha_plain)
-
-
-def fresh_samples(ctx, count: int = 1) -> list:
-    """Calls on the task's fingerprint samples. One is taken before the other checks (``grading``
-    calls this first, so a submission that runs out of time still leaves one) and one at the end."""
-    fingerprint = ctx.task.fingerprint
-    samples = []
-    if fingerprint is None:
-        return samples
-    for _ in range(count):
-        args = fingerprint.sample(ctx)
-        try:
-            result = ctx.call(*args, during=T("one more call with fresh inputs"))
-        except StudentFailure as exc:
-            ctx.fingerprint_unanswered |= exc.unanswered
-            return samples
-        except Fail:
-            return samples
-        if isinstance(result.output, torch.Tensor):
-            samples.append((args, {}, result.output))
-    return samples
-
-
 def _fingerprint(ctx) -> bool:
-    """Some call's float32 output is bit-for-bit torch's fused kernel's (see ``kernel_output``)."""
-    ctx.fingerprint_samples += fresh_samples(ctx)
+    """Some call's output is bit-for-bit torch's fused kernel's (``fingerprint.kernel_output``),
+    one more call with fresh float64 inputs included."""
+    ctx.fingerprint_samples += fresh_samples(ctx, torch.float64)
     return kernel_output(ctx.task.fingerprint, list(ctx.samples) + ctx.fingerprint_samples)
-
-
-def kernel_output(fingerprint, samples) -> bool:
-    """Some (args, kwargs, output) of ``samples`` is bit-for-bit torch's fused kernel's, on inputs
-    where the plain formula rounds differently: no hand-written attention does that (checked on
-    every correct file of the corpora); it takes the kernel itself, run somewhere the block did
-    not reach. A task without a fingerprint has none."""
-    if fingerprint is None:
-        return False
-    for args, kwargs, out in samples:
-        try:
-            builtin = fingerprint.builtin(args, kwargs)
-            if builtin is None or builtin.shape != out.shape or out.numel() < 64 or not torch.equal(out, builtin):
-                continue
-            if not any(torch.equal(p, builtin) for p in fingerprint.plain(args, kwargs)):
-                return True
-        except (RuntimeError, ValueError, TypeError):
-            continue
-    return False
 
 
 def runtime_check(ctx) -> str:

@@ -34,15 +34,16 @@ def compare_grads(result, names, ref64, same, dtype, what):
         if isinstance(err, dict):
             raise Fail(T("{what}: backward through your function raised {value}: {value2}",
                          what=what, value=err.get('type'), value2=err.get('message')),
-                       {"traceback": err.get("traceback", "")})
+                       {"traceback": err.get("traceback", ""), "no_gradient": True})
         raise Fail(T("{what}: no gradients flow: your output is not connected to the inputs' "
                      "autograd graph (.detach(), .data, .numpy(), .item() or "
-                     "torch.tensor(...) on an intermediate breaks it)", what=what))
+                     "torch.tensor(...) on an intermediate breaks it)", what=what), {"no_gradient": True})
     worst = 0.0
     for name, g, r64, rs in zip(names, result.grads, ref64, same):
         if g is None:
             raise Fail(T("{what}: {name} gets no gradient: the path from {name} to the "
-                         "output is cut (.detach(), .data, numpy, or an in-place copy)", what=what, name=name))
+                         "output is cut (.detach(), .data, numpy, or an in-place copy)", what=what, name=name),
+                       {"no_gradient": True})
         cmp = compare(g, r64, allowance(r64, rs, dtype, GRAD_MULTIPLIER, GRAD_FLOOR_FACTOR))
         if not cmp.ok:
             raise Fail(T("{what}: the gradient with respect to {name} is wrong: {value}",
@@ -62,7 +63,10 @@ def _same_grad(got, expected, dtype) -> bool:
 
 
 def explained_by_known_bug(ctx, fail: Fail, result, names, variants_of, inputs, g, dtype, what) -> Fail:
-    """A gradient miss that is exactly the gradient of a bug already named is that bug's knock-on."""
+    """A gradient miss that is exactly the gradient of a bug already named is that bug's knock-on
+    (never a call that gave no gradient at all: grader/causes.py)."""
+    if fail.details.get("no_gradient") or result.grads is None:
+        return fail
     for name in ctx.diagnoses:
         leaves = [t.detach().double().requires_grad_(True) for t in inputs]
         try:
@@ -214,7 +218,7 @@ def _grads_or_fail(res, names, what, inputs=None):
         missing = names if res.grads is None else [n for n, g in zip(names, res.grads) if g is None]
         raise Fail(T("{what}: no gradient reaches {value}: your output is not connected to "
                      "the autograd graph (.detach(), .data, numpy or torch.tensor(...) in "
-                     "the path)", what=what, value=', '.join(missing)))
+                     "the path)", what=what, value=', '.join(missing)), {"no_gradient": True})
     if inputs is None:
         return res.grads
     return [torch.zeros_like(t) if g is None else g for g, t in zip(res.grads, inputs)]

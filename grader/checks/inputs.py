@@ -58,19 +58,20 @@ class InputFactory:
         hidden = ~self.bool_mask(*shape, keep=0.75)
         return values.masked_fill(hidden, float("-inf")).to(dtype)
 
-    def readout_values(self, *batch: int, keys: int) -> torch.Tensor:
-        """Values (*batch, keys, readout_width(keys)) from which the parent reads the weights back exactly.
+    def readout_values(self, *batch: int, keys: int, width: int | None = None) -> torch.Tensor:
+        """Values (*batch, keys, width) from which the parent reads the weights back exactly.
 
-        Dense random values, like any other call's: an identity matrix would tell the
-        submission that this call is a probe. ``weights_from`` inverts them.
+        Dense random values of a drawn width, like any other call's: an identity matrix, or a
+        width always ``keys + 3``, would tell the submission that this call is a probe. The width
+        exceeds ``keys`` (full row rank: ``weights_from`` inverts them), as it does in about half
+        of the ordinary calls. ``width`` keeps one width across the calls of one read-out.
         """
-        return self.randn(*batch, keys, readout_width(keys), dtype=torch.float64)
+        width = self.readout_width(keys) if width is None else width
+        return self.randn(*batch, keys, width, dtype=torch.float64)
 
-
-def readout_width(keys: int) -> int:
-    """The last dimension of ``readout_values``: more columns than keys, so the values have full
-    row rank (and a submission that scales by the values' width shows it)."""
-    return keys + 3
+    def readout_width(self, keys: int) -> int:
+        """A value width for ``readout_values``: 1 to 6 more columns than keys."""
+        return keys + self.randint(1, 6)
 
 
 def weights_from(output: torch.Tensor, values: torch.Tensor) -> torch.Tensor:

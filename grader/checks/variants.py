@@ -62,6 +62,13 @@ BUGS = {
     "inputs_modified": N_("your function modifies its inputs in place (q /= s, masked_fill_): the caller's "
                           "tensors change, and autograd refuses in-place changes to tensors it differentiates"),
     "mask_first_head": N_("you apply one head's mask to every head: a (B, H, L, S) mask gives each head its own"),
+    "nondeterministic": N_("your function returns different results for the same inputs: is dropout "
+                           "(or some other randomness) still switched on?"),
+    "low_precision": N_("your error is the size of float16/bfloat16 rounding: part of your computation "
+                        "runs in half precision; compute in the input's dtype"),
+    "float32_precision": N_("your float64 result has only float32 precision: part of your computation runs "
+                            "in float32 (e.g. .float() or a float32 constant tensor); compute in the input's "
+                            "dtype"),
     "residual_layernorm": N_("you add the residual and apply LayerNorm inside the attention: the layer "
                              "returns the attention output only (the residual and LayerNorm belong to the "
                              "encoder block around it)"),
@@ -132,6 +139,8 @@ def sdpa_variants(q, k, v, attn_mask=None, is_causal=False, scale=None) -> dict:
         out["causal_bottom_right"] = attend(q, k, v, s, keep=torch.ones(L, S, dtype=torch.bool).tril(S - L))
         out["causal_ignored"] = attend(q, k, v, s)
         out["causal_reversed"] = attend(q, k, v, s, keep=torch.ones(L, S, dtype=torch.bool).triu())
+        if attn_mask is None:  # the future hidden by multiplying the weights, after the softmax
+            out["mask_after_softmax"] = attend(q, k, v, s, after_softmax_mask=torch.ones(L, S).tril().double())
     return out
 
 

@@ -250,6 +250,18 @@ class RunCgroup:
             pass
         return False
 
+    def memory_limit_hits(self) -> int | None:
+        """How often the run's charge has hit its memory limit (v1 ``memory.failcnt``, v2 the
+        ``max`` count of ``memory.events``); None where it cannot be read."""
+        try:
+            if self.version == "v1":
+                with open(os.path.join(self.dirs[0], "memory.failcnt")) as f:
+                    return int(f.read())
+            with open(os.path.join(self.dirs[0], "memory.events")) as f:
+                return next((int(v) for k, _, v in (line.partition(" ") for line in f) if k == "max"), 0)
+        except (OSError, ValueError):
+            return None
+
     # -- memory as the kernel counts it, read by the parent (never by the child) ------------------
     def _read_int(self, name: str) -> int | None:
         try:
@@ -289,10 +301,7 @@ class RunCgroup:
             _write(self.dirs[0], "cgroup.kill", 1, optional=True)
         pids = self.pids()
         for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            _kill(pid)
         return len(pids)
 
     def kill(self, timeout: float = 5.0) -> bool:
@@ -305,10 +314,7 @@ class RunCgroup:
             if not pids:
                 return True
             for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+                _kill(pid)
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.002)
@@ -344,6 +350,21 @@ class RunCgroup:
                 comm, state = "?", "gone"
             held.append(f"{pid} {state} {comm}")
         return f"{self.dirs[0]}: " + (", ".join(held) if held else "no processes listed")
+
+
+def _kill(pid: int) -> None:
+    """SIGKILL, then the highest CPU priority: a killed task still needs the CPU to exit, and on a
+    host loaded with other gradings 30 dying fork-bomb processes took 2-8 s to go (a test of
+    containment read them as survivors). Raised only after the kill, so nothing it could still
+    fork inherits the priority; where the grader may not raise it (no root), the kill alone."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, -20)
+    except OSError:
+        pass
 
 
 def _write(directory: str, name: str, value, optional: bool = False) -> None:

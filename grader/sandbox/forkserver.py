@@ -337,6 +337,11 @@ class StrictChild:
         janitor.submit(self.cgroup, self.slot, (self.out, self.err), self.status_fd)
         self.status_fd = -1
 
+    def wait_gone(self, timeout: float) -> bool:
+        """After ``kill``: wait until the janitor has torn the run down (its processes may need
+        seconds of CPU to exit on a loaded host)."""
+        return janitor.wait_gone(self.cgroup, timeout)
+
     def _cleanup_cgroup(self) -> None:
         self.closed = True
         janitor.submit(self.cgroup, self.slot)  # kills whatever started, removes, frees the uid

@@ -106,14 +106,19 @@ def receive_files(req: dict) -> dict:
     return {"ok": True}
 
 
-def _import_from_memory(path: str, source: bytes):
+def _import_source(path: str, source: bytes):
+    """Run the submission as the parent scanned it: its bytes decoded as UTF-8 (a leading
+    byte-order mark dropped) and compiled as text. Compiling the bytes would honour a coding
+    cookie (``# coding: utf-7`` turns one comment line into code the parent never saw)."""
     import linecache
+    text = source.decode("utf-8")
+    if text.startswith("\ufeff"):
+        text = text[1:]
     spec = importlib.util.spec_from_loader("submission", loader=None, origin=path)
     module = importlib.util.module_from_spec(spec)
     module.__file__ = path
     sys.modules["submission"] = module
-    code = compile(source, path, "exec", dont_inherit=True)  # bytes: PEP 263 decoding, like a file
-    text = source.decode("utf-8", "replace")
+    code = compile(text, path, "exec", dont_inherit=True)  # str: any coding cookie is ignored
     linecache.cache[path] = (len(text), None, text.splitlines(True), path)  # tracebacks show lines
     exec(code, module.__dict__)
     return module
@@ -155,13 +160,11 @@ def load(req: dict) -> dict:
     if not any(isinstance(f, _BlockedImports) for f in sys.meta_path):
         sys.meta_path.insert(0, _BlockedImports())
     try:
-        if req["path"] in STATE["sources"]:
-            module = _import_from_memory(req["path"], STATE["sources"][req["path"]])
-        else:
-            spec = importlib.util.spec_from_file_location("submission", req["path"])
-            module = importlib.util.module_from_spec(spec)
-            sys.modules["submission"] = module
-            spec.loader.exec_module(module)
+        source = STATE["sources"].get(req["path"])
+        if source is None:
+            with open(req["path"], "rb") as f:
+                source = f.read()
+        module = _import_source(req["path"], source)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt too: the student raised them
         return _error("import", exc)
     fn = getattr(module, req["function"], None)
@@ -286,6 +289,7 @@ def prepare_device(device: str) -> None:
 def serve() -> None:
     """Answer requests until the parent says exit or closes the channel; never returns."""
     handlers = {"load": load, "call": call, "files": receive_files}
+    answering = os.getpid()
     while True:
         try:
             req = wire.read_message(REQUEST_FD)
@@ -298,6 +302,11 @@ def serve() -> None:
             resp = handlers[op](req)
         except BaseException as exc:  # a harness-level failure, e.g. bad request
             resp = _error("harness", exc)
+        if os.getpid() != answering:
+            # A process the student's code forked, back in the harness (its fork returned here, or
+            # raised: os.setsid() is ENOSYS under seccomp). Only the process that read the request
+            # answers it: two answers would race, and which came first would depend on the load.
+            os._exit(0)
         resp["blocked"] = list(disarm.ATTEMPTS[:20])  # built-in attention tried, in any thread
         try:
             sys.stdout.flush()

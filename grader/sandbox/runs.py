@@ -135,6 +135,18 @@ class Janitor:
                                 time.monotonic() - since, cgroup.dirs[0])
                     self.cond.notify_all()
 
+    def wait_gone(self, cgroup: RunCgroup, timeout: float) -> bool:
+        """Wait until ``cgroup``'s run is torn down (nothing of it runs, its cgroup is removed)."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while any(item[0] is cgroup for item in self.queue + self.lingering):
+                self._start()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.cond.wait(min(left, self.RETRY_SECONDS))
+        return True
+
     def drain(self, timeout: float = 10.0) -> bool:
         """Wait until every finished run is fully torn down (tests, shutdown)."""
         deadline = time.monotonic() + timeout

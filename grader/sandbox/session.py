@@ -20,6 +20,7 @@ from . import answers, policy, wire
 from .limits import Limits
 from .waiting import WaitClock
 
+TEARDOWN_SECONDS = 15.0  # at most, at the session's end, for its killed runs to be gone
 PROTOCOL_MESSAGE = ("your program wrote to the grader's answer channel (or tampered with the grader's "
                     "side of the sandbox): {detail}. Only the function's return value is graded")
 
@@ -107,6 +108,7 @@ class SandboxSession:
         with open(fd, "wb") as f:  # bytes pass through untouched: a non-UTF-8 file fails to import
             f.write(source if isinstance(source, bytes) else source.encode("utf-8", "surrogateescape"))
         self.child = None
+        self._retired: list = []  # children killed in this session (``close`` waits until they are gone)
         self._output = ["", ""]
         self.started_at = time.monotonic()
         self.charged = 0.0  # the child's time so far: its requests' wall time less its waits for a core
@@ -131,6 +133,14 @@ class SandboxSession:
                 pass
         if self.child is not None:
             self._retire_child()
+        # Nothing of the run outlives the session, whatever the load: a killed process still
+        # needs the CPU to exit, and on a loaded host a fork bomb's took seconds to go.
+        deadline = time.monotonic() + TEARDOWN_SECONDS
+        for child in self._retired:
+            wait_gone = getattr(child, "wait_gone", None)  # runs in a cgroup (the janitor's)
+            if wait_gone is not None:
+                wait_gone(max(0.0, deadline - time.monotonic()))
+        self._retired = []
         shutil.rmtree(self._dir, ignore_errors=True)
         closed = getattr(self.backend, "session_closed", None)  # only pools of warm children care
         if closed is not None:
@@ -141,6 +151,7 @@ class SandboxSession:
         self.child.kill()
         self._output[0] += self.child.stdout_text()
         self._output[1] += self.child.stderr_text()
+        self._retired.append(self.child)
         self.child = None
 
     @property
@@ -178,15 +189,26 @@ class SandboxSession:
         """Send one request and read one answer within ``limit`` seconds of the child's own time;
         a dead or silent child becomes a StudentError."""
         clock = WaitClock(self.child)
+        cgroup = getattr(self.child, "cgroup", None)
+        hits = cgroup.memory_limit_hits() if cgroup is not None else None
         self.last_cpu = None
         try:
             answer = self._answer(request, limit, max_bytes, clock)
             self.last_cpu = clock.cpu()
             return answer
         except wire.WireTimeout:
+            # A run pressed against its memory limit pages its own code in and out until the
+            # kernel kills it, slower on a busy host: whether its time or its memory ran out first
+            # depended on the load. Hitting the limit during the request is running out of memory.
+            thrashed = hits is not None and (cgroup.memory_limit_hits() or 0) > hits
             self.child.kill()
             status = self.child.describe_exit()
             self._retire_child()
+            if "memory limit" in status:  # the kernel killed it for its memory; its time ran out after
+                return StudentError("memory", f"no answer: {status}")
+            if thrashed:
+                return StudentError("memory", f"the submission kept hitting its memory limit "
+                                              f"({self.limits.memory_bytes / 2**30:.1f} GiB) until its time ran out")
             return StudentError("timeout", f"no answer within the time limit ({status})")
         except (wire.WireError, OSError, BrokenPipeError) as exc:
             status = self.child.wait_exit(1.0)

@@ -10,7 +10,10 @@ time minus that wait (``session.py``). A child that sleeps or blocks waits on no
 a hung call still ends at its limit; how far load may stretch one is ``policy.LOAD_STRETCH``.
 
 Which threads: a strict child's whole cgroup (everything the run started: the parent reads
-the host's thread ids from the cgroup), otherwise the child process's own threads.
+the host's thread ids from the cgroup), otherwise the child process's own threads; and the
+grader's own threads that drain the child's stdout and stderr: while one of them waits for a
+core, a child that prints faster than it is drained sits blocked on a full pipe (a flood of
+400 MB timed out on a loaded host and passed on a quiet one).
 """
 from __future__ import annotations
 
@@ -42,6 +45,12 @@ def child_threads(child) -> list[int]:
         return []
 
 
+def drain_threads(child) -> list[int]:
+    """The host thread ids of the grader's threads that read ``child``'s stdout and stderr."""
+    return [tid for name in ("out", "err")
+            if (tid := getattr(getattr(child, name, None), "native_id", None))]
+
+
 class WaitClock:
     """Started around one request: ``waited()`` is how long the child was kept from running by
     other programs since then.
@@ -55,7 +64,8 @@ class WaitClock:
     def __init__(self, child):
         self.child, self.began = child, time.monotonic()
         self.cores = max(1, int(getattr(child, "threads", 1)))
-        self.start = {t: st for t in child_threads(child) if (st := _schedstat(t)) is not None}
+        self.drains = drain_threads(child)
+        self.start = {t: st for t in child_threads(child) + self.drains if (st := _schedstat(t)) is not None}
         self.most = 0.0  # seconds: what ``waited()`` last found (read it when the child is gone)
 
     def cpu(self) -> float | None:
@@ -81,6 +91,10 @@ class WaitClock:
             run0, delay0 = self.start.get(t, (0, 0))
             ran += max(0, now[0] - run0)
             delayed = max(delayed, now[1] - delay0)
+        for t in self.drains:  # their waits for a core keep the child's prints from draining
+            now, then = _schedstat(t), self.start.get(t)
+            if now is not None and then is not None:
+                delayed = max(delayed, now[1] - then[1])
         idle_cores = time.monotonic() - self.began - ran / 1e9 / self.cores
         self.most = max(self.most, min(delayed / 1e9, max(0.0, idle_cores)))
         return self.most

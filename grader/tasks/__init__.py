@@ -31,9 +31,11 @@ ENTRY_POINT_GROUP = "attn_grader.tasks"
 class Fingerprint:
     """How ``forbidden.runtime`` recognises torch's fused kernel in this task's outputs.
 
-    ``sample(ctx)`` draws the arguments of an ordinary call on which the kernel applies;
-    ``builtin(args, kwargs)`` is the kernel's output on them (None where it does not apply);
-    ``plain(args, kwargs)`` lists plain formulas that may round like it (then nothing is proved).
+    ``sample(ctx, dtype)`` draws the arguments of an ordinary call on which the kernel applies;
+    ``builtin(args, kwargs)`` lists the kernel's outputs on them, one per way torch computes the
+    task with it (empty, or None entries, where it does not apply); ``plain(args, kwargs)`` lists
+    plain formulas that may round like it (where one does, nothing is proved). Outputs are tensors,
+    or tuples of them for a task that returns several (``grader/checks/fingerprint.py``).
     """
     sample: Callable
     builtin: Callable

@@ -5,10 +5,10 @@ from . import Grading, Task, with_common_checks
 def build() -> Grading:
     import torch
 
-    from ..checks import decoder
+    from ..checks import decoder, forbidden
     from ..checks.base import Check
 
-    return Grading(checks=with_common_checks([
+    return Grading(fingerprint=forbidden.DECODER_FINGERPRINT, checks=with_common_checks([
         Check("output.shapes", decoder.shapes, 2),
         Check("output.float64", decoder.float64),
         Check("dtype.float32", decoder.dtype_case(torch.float32)),

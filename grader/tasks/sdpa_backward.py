@@ -5,10 +5,10 @@ from . import Grading, Task, with_common_checks
 def build() -> Grading:
     import torch
 
-    from ..checks import backward
+    from ..checks import backward, forbidden
     from ..checks.base import Check
 
-    return Grading(checks=with_common_checks([
+    return Grading(fingerprint=forbidden.BACKWARD_FINGERPRINT, checks=with_common_checks([
         Check("forbidden.autograd_source", backward.autograd_static),
         Check("output.shapes", backward.shapes, 2),
         Check("output.square", backward.square),

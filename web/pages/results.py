@@ -49,7 +49,7 @@ PICTURE_KEYS = {"weights_submission", "weights_reference", "variance_by_dk"}
 # "fails because of a bug already counted (...)" for ``because_of``, the bug's internal name).
 # ``detected``, ``tampering`` and ``fingerprint`` are flags for the grader's own bookkeeping: the
 # message says what was found.
-HIDDEN_KEYS = {"skipped", "traceback", "error_kind", "diagnosis", "because_of", "unverified",
+HIDDEN_KEYS = {"skipped", "traceback", "error_kind", "diagnosis", "because_of", "unverified", "no_gradient",
                "detected", "tampering", "fingerprint"}
 
 

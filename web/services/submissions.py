@@ -40,7 +40,8 @@ class SubmissionRejected(Exception):
 
 def decode_source(raw: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     """The source as text; rejects empty, oversized and non-UTF-8 files with a message."""
-    data = raw.encode() if isinstance(raw, str) else raw
+    # surrogatepass: a lone surrogate in JSON text ("\ud800") becomes bytes the UTF-8 check refuses
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
     if len(data) > max_bytes:
         raise SubmissionRejected(
             gettext("the file is %(size)s bytes; the limit is %(limit)s bytes",
@@ -66,7 +67,7 @@ def notebook_code(raw: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     The notebook itself may be larger than a .py (its outputs and metadata are dropped); the
     script is then held to the same limit as a .py file.
     """
-    data = raw.encode() if isinstance(raw, str) else raw
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
     if len(data) > 2 * max_bytes:
         raise SubmissionRejected(
             gettext("the notebook is %(size)s bytes; the limit is %(limit)s bytes: clear its "

@@ -1,4 +1,5 @@
 # expect: inputs
+# bugs: several (autograd refuses the in-place change to a query it differentiates, so the gradient checks, whose calls raise, are charged too)
 # bug: scales the query in place
 import math
 
