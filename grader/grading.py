@@ -316,6 +316,22 @@ def _with_needs(checks: list, only: str) -> list:
     return [c for c in checks if c.id in keep]
 
 
+def _apply_gates(report, t) -> None:
+    """A check that gates families (``Check.gates``) and did not pass leaves them nothing, knock-ons
+    of a named bug included: what they check cannot be credited without what it shows."""
+    verdicts = {c.id: c for c in report.checks}
+    gates = {}
+    for check in t.checks:
+        if check.gates and check.id in verdicts and not verdicts[check.id].passed:
+            for family in check.gates:
+                gates.setdefault(family, check.id)
+    for c in report.checks:
+        gate = gates.get(c.id.split(".")[0])
+        if gate and c.id != gate and c.points:
+            c.points = 0
+            c.message += T(" (not scored: these points rest on {check}, which did not pass)", check=gate)
+
+
 def _run_checks(report, session, t, seed, device, add, progress, total, smallest=False):
     ctx = Context(session, t, seed, device, CHECK_SECONDS, smallest=smallest)
     checks_started = time.monotonic()
@@ -371,6 +387,7 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
                            "none of your output checks shows attention)")
     if not detected and not unverified and shown:
         report.causes = charge_once(report.checks, t.points)
+    _apply_gates(report, t)
     for c in report.checks:
         if not c.passed and c.max_points and not c.details.get("skipped") and not c.id.startswith("load."):
             c.details["reproduce"] = f"attn-grader check FILE --task {t.id} --only {c.id}"

@@ -4,8 +4,8 @@ Each file in tests/integrity/ names its attack, its task and what it must get (`
 ``builtin`` (the default: built-in attention in some form) gets at most the load points and a
 failing ``forbidden`` check; ``protocol`` (a forged answer) gets a report, never an exception,
 with a protocol failure where the forgery reached the channel; ``notattention`` gets at most the
-load and forbidden points; ``inputs``/``scale`` fail that family; ``any`` only must not break the
-grader. Every file is graded at three sandbox levels: ``none``, where the harness is the child's
+load and forbidden points; ``inputs``/``scale`` fail that family; ``grad`` scores nothing in the
+gradient family (gradients the child made up); ``any`` only must not break the grader. Every file is graded at three sandbox levels: ``none``, where the harness is the child's
 ``__main__`` and easy to patch (so the parent's own checks are what stops it), and ``auto``.
 """
 import glob
@@ -70,7 +70,7 @@ def test_every_attack_family_is_present():
                      "exec_chr_builtin", "torch_ops_kernel", "mha_need_weights", "crash_after_builtin",
                      "forge_list_frame", "forge_missing_tensor", "forge_deep_json", "forge_huge_answer",
                      "empty_gradients", "hidden_mutation", "frozen_clock", "ignores_query_key", "returns_zeros",
-                     "scale_probe_cheat", "fresh_interpreter", "undo_block"):
+                     "scale_probe_cheat", "fresh_interpreter", "undo_block", "numpy_finite_differences"):
         assert required in names
 
 
@@ -98,6 +98,9 @@ def test_attack_is_withstood(reports, path, level):
         assert report["score"] <= 2 * LOAD_POINTS, report["score"]
     elif expect in ("inputs", "scale"):
         assert any(i.startswith(expect + ".") for i in failed), sorted(failed)
+    elif expect == "grad":  # right values no backward produced: the whole family scores nothing
+        assert "grad.at_scale" in failed, sorted(failed)
+        assert all(c["points"] == 0 for c in report["checks"] if c["id"].startswith("grad.")), report["checks"]
     if os.path.basename(path) == "fresh_interpreter.py" and level != "auto":
         # the first call on fresh inputs already is the kernel's output: nothing more is run
         assert _skipped(report) and "bit-for-bit" in messages, messages[:400]

@@ -79,6 +79,7 @@ class Check:
     weight: int = 1
     post: bool = False   # runs after every other check, whatever happened before (crashes included)
     needs: tuple = ()    # checks whose verdict this one reads (ctx.passed_check): they run first
+    gates: tuple = ()    # families whose points rest on this check: unless it passes, they score nothing
 
     @property
     def family(self) -> str:
@@ -123,13 +124,14 @@ class Context:
         self.check_began = self.session.charged
 
     def call(self, *args, grad_output=None, wrt=(), during: str = "", measure_memory: bool = False,
-             run_on: str | None = None, **kwargs):
-        """Run the student function; raises StudentFailure if it raised, crashed or timed out."""
+             run_on: str | None = None, seconds: float | None = None, **kwargs):
+        """Run the student function; raises StudentFailure if it raised, crashed or timed out (after
+        ``seconds`` of its own time, where given: a call with a budget of its own)."""
         left = self.check_seconds - (self.session.charged - self.check_began)
         if left <= 0:
             raise Fail(T("this check ran out of its time budget ({seconds:.0f} s): your function is too slow "
                          "on these small inputs", seconds=self.check_seconds))
-        limit = min(left, self.session.limits.call_seconds)
+        limit = min(left, self.session.limits.call_seconds, seconds or float("inf"))
         sent = [(f"arg{i}", a) for i, a in enumerate(args) if isinstance(a, torch.Tensor)] + \
                [(k, v) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
         echo = sum(t.numel() for _, t in sent) <= ECHO_LIMIT
