@@ -12,19 +12,19 @@ PORT ?= 5000
 LOCK_TORCH ?= torch==2.13.0+cpu
 LOCK_FIND_LINKS ?= $(wildcard /opt/wheels)
 
-.PHONY: run test install clean bench lock i18n
+.PHONY: run test install clean bench lock i18n docs
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[server,test]" -c constraints.txt
+	$(PY) -m pip install -q -e ".[server,test,docs]" -c constraints.txt
 	touch $@
 
 lock:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q "uv>=0.5"
-	echo "$(LOCK_TORCH)" | $(VENV)/bin/uv pip compile pyproject.toml --extra server --extra test --extra deploy \
+	echo "$(LOCK_TORCH)" | $(VENV)/bin/uv pip compile pyproject.toml --extra server --extra test --extra docs --extra deploy \
 	  --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
 	  $(if $(LOCK_FIND_LINKS),--find-links $(LOCK_FIND_LINKS)) -c /dev/stdin \
 	  --no-emit-package torch --custom-compile-command "make lock" -o constraints.txt
@@ -62,5 +62,10 @@ bench: install
 	$(PY) -c "import gunicorn" 2>/dev/null || $(PY) -m pip install -q -e ".[server,deploy]" -c constraints.txt
 	$(PY) benchmarks/run_all.py
 
+# The documentation site, from docs/ and mkdocs.yml, into site/ (open site/index.html);
+# `$(VENV)/bin/mkdocs serve` serves it with live reload while you write.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache

@@ -10,7 +10,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 # the reference. Any change to these files changes GRADER_VERSION, which stored grades record, so a
 # regrade can say whether the grader changed.
 _VERSIONED = ("checks", "tasks", "grading.py", "causes.py", "jsonsafe.py", "sandbox/harness.py",
-              "sandbox/disarm.py", "sandbox/answers.py", "../reference_impl")
+              "sandbox/disarm.py", "sandbox/trap.py", "sandbox/answers.py", "../reference_impl")
 
 
 def _digest() -> str:

@@ -4,8 +4,8 @@ The one place a setting is read from the environment. The service (``web.config.
 the sandbox (``grader.sandbox.policy``, ``pool``, ``wall``), the student CLI (``grader.userconfig``,
 ``grader.client``), logging and the question tools all read their variables through
 :func:`value`; a test greps the tree for any other ``os.environ`` read of an ``ATTN_GRADER_``
-variable. ``attn-grader config settings`` prints the table and the README's "Configuration"
-table is that command's ``--markdown`` output (``tests/test_settings.py`` checks they agree).
+variable. ``attn-grader config settings`` prints the table and the docs' Configuration page's
+table (docs/operators/configuration.md) is that command's ``--markdown`` output (``tests/test_settings.py`` checks they agree).
 
 It lives in ``grader`` (not ``web``) because the grader package must not import the web app,
 and it imports only the standard library so the student's package stays light.
@@ -82,7 +82,7 @@ class Setting:
         return f"`{self.default}`"
 
 
-# In the order the README's table lists them.
+# In the order the Configuration page's table lists them.
 GROUPS = {
     "service": "the web service",
     "workers": "grading workers and the job queue",
@@ -230,7 +230,7 @@ def group(name: str) -> tuple[Setting, ...]:
 
 
 def markdown_table() -> str:
-    """The README's "Configuration" table: one row per variable, grouped as ``GROUPS``."""
+    """The Configuration page's table (docs/operators/configuration.md): one row per variable, grouped as ``GROUPS``."""
     rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
     for key, title in GROUPS.items():
         rows.append(f"| **{key}** | | {title} |")

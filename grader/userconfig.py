@@ -166,7 +166,7 @@ def config_show():
 
 
 @config.command("settings")
-@click.option("--markdown", is_flag=True, help="The README's table (Markdown), as it must read.")
+@click.option("--markdown", is_flag=True, help="The docs' table (Markdown), as docs/operators/configuration.md must have it.")
 def config_settings(markdown):
     """Every ATTN_GRADER_* environment variable: default and meaning, by group."""
     if markdown:

@@ -37,7 +37,7 @@ def project_requirements(*extras: str) -> list[Requirement]:
 def test_every_requirement_of_the_project_is_pinned_within_its_range():
     pinned = pins()
     problems = []
-    for req in project_requirements("server", "test", "deploy"):
+    for req in project_requirements("server", "test", "docs", "deploy"):
         name = canonicalize_name(req.name)
         if name in UNPINNED:
             assert name not in pinned
@@ -53,7 +53,7 @@ def test_the_installed_versions_are_the_pinned_ones():
     pinned = pins()
     installed = {canonicalize_name(d.metadata["Name"]): d.version
                  for d in metadata.distributions()}
-    needed = {canonicalize_name(r.name) for r in project_requirements("server", "test")} - UNPINNED
+    needed = {canonicalize_name(r.name) for r in project_requirements("server", "test", "docs")} - UNPINNED
     missing = sorted(needed - set(installed))
     assert not missing, f"not installed (run `make install`): {missing}"
     drift = sorted(f"{name} {installed[name]} (pinned {version})"
@@ -64,5 +64,5 @@ def test_the_installed_versions_are_the_pinned_ones():
 
 def test_make_install_uses_the_constraints():
     makefile = (ROOT / "Makefile").read_text()
-    assert '-e ".[server,test]" -c constraints.txt' in makefile
+    assert '-e ".[server,test,docs]" -c constraints.txt' in makefile
     assert "$(VENV)/.installed: pyproject.toml constraints.txt" in makefile

@@ -131,10 +131,13 @@ def test_run_cgroups_cap_cpu_where_the_host_has_the_controller():
 
 # -- seccomp -----------------------------------------------------------------------------------
 def test_the_allow_list_and_the_deny_list_do_not_overlap():
-    allowed = set(policy.SECCOMP_ALLOWED) | set(policy.SECCOMP_ALLOWED_GPU) | {"socket", "clone", "ioctl"}
+    allowed = (set(policy.SECCOMP_ALLOWED) | set(policy.SECCOMP_ALLOWED_GPU) | {"socket", "clone", "ioctl", "prctl"}
+               | set(policy.EXEC_MAPPING_CALLS))
     assert allowed.isdisjoint(policy.SECCOMP_DENIED)
     assert {"execve", "execveat", "clone3", "ptrace", "unshare"}.isdisjoint(policy.SECCOMP_ALLOWED)
     assert set(policy.IOCTLS_ALLOWED.values()).isdisjoint(policy.IOCTLS_DENIED.values())
+    # allowed only with argument rules (isolate.seccomp_program): never unconditionally
+    assert {"mmap", "mprotect", "prctl", "pkey_mprotect", "personality"}.isdisjoint(policy.SECCOMP_ALLOWED)
 
 
 def test_seccomp_mode_is_a_setting_with_a_clear_error(monkeypatch):

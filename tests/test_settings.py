@@ -1,5 +1,6 @@
 """Every ``ATTN_GRADER_*`` setting is declared once (grader/settings.py), read through that
-registry, and documented from it: the README's table is the registry's, row for row."""
+registry, and documented from it: the Configuration page's table (docs/operators/configuration.md)
+is the registry's, row for row."""
 import ast
 import re
 import subprocess
@@ -14,7 +15,8 @@ from web.config import SERVICE_GROUPS, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = re.compile(r"ATTN_GRADER_[A-Z0-9_]*[A-Z0-9]")
-README_TABLE = re.compile(r"<!-- settings table: .*? -->\n(.*?)\n<!-- end of settings table -->", re.S)
+SETTINGS_PAGE = ROOT / "docs" / "operators" / "configuration.md"
+DOCS_TABLE = re.compile(r"<!-- settings table: .*? -->\n(.*?)\n<!-- end of settings table -->", re.S)
 # A read of the environment: os.environ.get(...), os.getenv(...), os.environ[...] (not assigned).
 ENV_READ = re.compile(r"(?:os\.environ\.get|os\.getenv|environ\.get)\(|os\.environ\[[^\]]*\](?!\s*=[^=])"
                       r"|envvar=")
@@ -35,14 +37,14 @@ def _tracked(*suffixes: str) -> list[Path]:
             and not f.startswith(SUBMISSIONS) and ROOT / f != Path(__file__).resolve()]  # its examples
 
 
-def test_the_readme_table_is_the_registry_s():
-    table = README_TABLE.search((ROOT / "README.md").read_text(encoding="utf-8"))
-    assert table, "README.md lost its generated settings table (see its Configuration section)"
+def test_the_configuration_page_s_table_is_the_registry_s():
+    table = DOCS_TABLE.search(SETTINGS_PAGE.read_text(encoding="utf-8"))
+    assert table, f"{SETTINGS_PAGE.relative_to(ROOT)} lost its generated settings table"
     assert table.group(1) == settings.markdown_table(), \
-        "README.md's settings table is stale: paste `attn-grader config settings --markdown`"
+        f"{SETTINGS_PAGE.relative_to(ROOT)}'s settings table is stale: paste `attn-grader config settings --markdown`"
 
 
-def test_the_command_prints_every_setting_and_the_readme_table():
+def test_the_command_prints_every_setting_and_the_docs_table():
     runner = CliRunner()
     markdown = runner.invoke(main, ["config", "settings", "--markdown"])
     assert markdown.exit_code == 0, markdown.output

@@ -2,26 +2,35 @@
 
 Loaded by path by the harness (stdlib + torch only, like ``wire.py``). Two layers:
 
-* **Dispatcher kernels.** Every aten operator that computes attention (the fused SDPA
-  kernels, the math fallback, native multi-head attention, the encoder-layer fast path)
-  gets a kernel that raises, registered for the CPU and CUDA keys (or the composite key
-  the operator is defined by). The dispatcher is process-wide, so this holds in every
-  thread, under ``DisableTorchFunction``, through ``torch.ops`` and ``torch._C`` paths.
-  The registration object is then made unreachable from Python (one reference held from
-  C, none from any Python object), so the student cannot find it to undo it.
-* **Python implementations.** Functions and modules in torch that compute attention in
-  plain Python (``F.multi_head_attention_forward`` with ``need_weights=True``,
-  ``nn.MultiheadAttention``, the ``nn.Transformer*`` layers, flex attention's math path)
-  are replaced by raisers, in every torch module loaded now and in any loaded later.
+* **Machine code** (``trap.py``, where it applies: x86-64 Linux). Every attention kernel of
+  libtorch, under every dispatch key (vmap, nested, autocast, functionalisation, autograd,
+  quantized), is overwritten with code that raises, in pages the student cannot restore:
+  the sandbox's seccomp filter and identities keep them so. This is the block; nothing in the
+  child's memory switches it off. Where the trap cannot be applied (another platform: a
+  student's own pre-check), a raising kernel is registered with the dispatcher instead, for
+  every dispatch key that has a kernel for an attention operator: the same messages, but an
+  object in the child's memory, which the student could undo (and only fool their own check).
+* **Python implementations.** Functions and classes in torch that compute attention in plain
+  Python (``F.multi_head_attention_forward``, ``nn.MultiheadAttention`` and every class
+  derived from it in torch, such as ``torch.ao.nn.quantizable.MultiheadAttention``, the
+  ``nn.Transformer*`` layers, flex attention's dense path, the decompositions of the attention
+  operators) are replaced by raisers, identified by what they are, in every torch module loaded
+  now or later. Compilers and tools that merely *refer* to attention (``torch._dynamo``,
+  ``torch._inductor``, ``torch.fx``, export, ONNX) are left alone: they compute nothing, and
+  honest code needs them (``torch.compile``, ``torch.utils.checkpoint``). Copying torch's
+  Python source into a file computes attention from matmul and softmax, as writing it does:
+  that is the static scan's and the fingerprint's concern, not this module's.
 
 Each raiser records the attempt in ``ATTEMPTS`` (the harness reports it with every
-answer). That report is advisory, as everything from this process is; the block itself
-is the defence, and the parent has its own check (see ``grader/checks/forbidden.py``).
+answer). That report is advisory, as everything from this process is; the parent has its own
+check (see ``grader/checks/forbidden.py``).
 """
-import ctypes
+import importlib.util
+import os
 import re
 import sys
 import threading
+import types
 import warnings
 
 import torch
@@ -29,17 +38,21 @@ import torch
 # aten operators whose name marks them as attention (matched against every registered op).
 OP_PATTERN = re.compile(r"^aten::(.*(attention|sdpa|_sdp_|multi_head|transformer_encoder_layer).*"
                         r"|_masked_softmax.*|_fused_sdp_choice)$")
-# Python-level names in torch modules that compute (or select) attention.
+# Python-level names that compute (or select) attention, in the modules that define them.
 NAME_PATTERN = re.compile(r"(attention|_attn|attn_|sdpa|scaled_dot|multi_head|multihead)", re.IGNORECASE)
-CLASS_NAMES = {"MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerDecoder",
-               "TransformerEncoderLayer", "TransformerDecoderLayer"}
-ROOTS = ("torch", "functorch")
-# Names that merely match the pattern but compute nothing (config flags, type names).
-KEEP = {"SDPBackend", "SDPAParams"}
+# The torch modules whose attention-named functions compute attention. Everything else in torch
+# (compilers, tracers, exporters, tests) only refers to it, and must keep working.
+COMPUTING_MODULES = re.compile(r"^(torch\.nn\.functional|torch\.nn\.modules(\..*)?|torch\.nn\.attention(\..*)?"
+                               r"|torch\._higher_order_ops\.flex_attention|torch\._decomp(\..*)?|torch\._refs(\..*)?"
+                               r"|torch\.ao\.nn(\..*)?|torch\.nn\.quantized(\..*)?|torch\.nn\.intrinsic(\..*)?"
+                               r"|functorch\.experimental(\..*)?)$")
+# Names that merely match the pattern but compute nothing (config flags, type names, context managers).
+KEEP = {"SDPBackend", "SDPAParams", "sdpa_kernel", "WARN_FOR_UNFUSED_KERNELS"}
 
 ATTEMPTS: list = []
 _LOCK = threading.Lock()
 _DONE = False
+BLOCKED_CLASSES: list = []  # torch's attention classes; their torch-defined subclasses follow them
 
 
 class BuiltinAttentionDisabled(RuntimeError):
@@ -68,73 +81,144 @@ def _raiser(name: str, autograd: bool = False):
     return blocked
 
 
-def _block_kernels() -> int:
+# -- machine code -----------------------------------------------------------------------------
+
+def _trap():
+    name = "_attn_trap"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), "trap.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+NATIVE = {"problem": None}  # why the machine-code trap is not in place here (None: it is)
+
+
+def trap_native(stage_autograd: bool = False) -> str | None:
+    """Put the machine-code trap in place in this process (idempotent; before any student code,
+    while single-threaded). A process whose children load a seccomp filter before they learn
+    their task (the zygote) also stages the autograd group, which then needs no new executable
+    memory to apply. Returns why the trap could not be applied, or None."""
+    if "done" in NATIVE:
+        return NATIVE["problem"]
+    NATIVE["done"] = True
+    try:
+        trap = _trap()
+        problem = trap.problem()
+        if problem is None:
+            trap.install("attention")
+            if stage_autograd:
+                trap.stage("autograd")
+    except (ImportError, OSError, RuntimeError, ValueError) as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+    NATIVE["problem"] = problem
+    return problem
+
+
+def _register_raisers() -> int:
+    """The fallback where the trap is not in place: a raising kernel for every dispatch key that
+    has a kernel for an attention operator (or the composite key it is defined by)."""
     lib = torch._C._dispatch_library("IMPL", "aten", "")
-    count = 0
     has = torch._C._dispatch_has_kernel_for_dispatch_key
+    keys = [k for k in torch._C.DispatchKey.__members__ if not k.startswith(("Undefined", "Catch", "EndOf",
+                                                                            "StartOf", "Python"))]
+    count = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "overriding a previously registered kernel": that is the point
         for full in torch._C._dispatch_get_all_op_names():
             if not OP_PATTERN.match(full):
                 continue
             op = full.split("::", 1)[1]
-            if has(full, "CompositeImplicitAutograd"):
-                keys = ["CompositeImplicitAutograd"]
-            else:
-                keys = ["CPU", "CUDA"] + [k for k in ("CompositeExplicitAutograd",) if has(full, k)]
             for key in keys:
-                lib.impl(op, key, _raiser(full), False)
-                count += 1
-    # Keep the registration alive with a reference no Python object holds: gc cannot list it,
-    # so the student cannot reach it to reset it.
-    ctypes.pythonapi.Py_IncRef(ctypes.py_object(lib))
-    del lib
+                if has(full, key):
+                    try:
+                        lib.impl(op, key, _raiser(full), False)
+                        count += 1
+                    except RuntimeError:
+                        pass  # a key that takes no Python kernel
+    _KEEP_ALIVE.append(lib)
     return count
 
 
-def _block_class(cls, label: str) -> None:
-    raiser = _raiser(label)
+_KEEP_ALIVE: list = []
 
-    def init(self, *args, **kwargs):
+
+# -- Python implementations -----------------------------------------------------------------
+
+def _block_class(cls) -> None:
+    """Every method the class itself defines raises, construction included: what a subclass
+    inherits from it raises too, and a subclass torch defines is blocked the same way."""
+    if cls.__dict__.get("_attn_grader_blocked"):
+        return
+    raiser = _raiser(f"{cls.__module__}.{cls.__qualname__}")
+
+    def method(self, *args, **kwargs):
         raiser()
 
-    cls.__init__ = init
-    cls.forward = lambda self, *args, **kwargs: raiser()
-    cls.__call__ = lambda self, *args, **kwargs: raiser()
+    for attr, value in list(vars(cls).items()):
+        # Functions only: static and class methods are utilities (nn.Transformer's
+        # generate_square_subsequent_mask builds a causal mask, which honest code may use).
+        if isinstance(value, type(_block_class)) and attr not in ("__new__", "__getattr__", "__setattr__",
+                                                                  "__delattr__", "__repr__", "__dir__"):
+            try:
+                setattr(cls, attr, method)
+            except (AttributeError, TypeError):
+                pass
+    cls.__init__ = method
+    cls.forward = method
+    cls.__call__ = method
+    cls._attn_grader_blocked = True
+
+
+def _torch_owned(obj) -> bool:
+    module = getattr(obj, "__module__", None)
+    return isinstance(module, str) and module.split(".")[0] in ("torch", "functorch")
 
 
 def _disarm_module(module) -> None:
     name = getattr(module, "__name__", "")
-    if not isinstance(name, str) or name.split(".")[0] not in ROOTS:
+    if not isinstance(name, str) or name.split(".")[0] not in ("torch", "functorch"):
         return
     try:
         items = list(vars(module).items())
     except TypeError:
         return
+    computing = bool(COMPUTING_MODULES.match(name))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # reading deprecated attributes warns
         for attr, value in items:
-            _disarm_attr(module, name, attr, value)
+            if isinstance(value, type):
+                if _torch_owned(value) and _derives_from_blocked(value):
+                    _block_class(value)
+            elif computing and attr not in KEEP and NAME_PATTERN.search(attr):
+                _disarm_function(module, name, attr, value)
 
 
-def _disarm_attr(module, name: str, attr: str, value) -> None:
-    if attr in KEEP:
-        return
-    if isinstance(value, type):
-        if attr in CLASS_NAMES and value.__module__.startswith("torch.nn") \
-                and not getattr(value, "_attn_grader_blocked", False):
-            _block_class(value, f"torch.nn.{attr}")
-            value._attn_grader_blocked = True
-        return
-    if not (callable(value) and NAME_PATTERN.search(attr)):
-        return
-    owner = getattr(value, "__module__", None) or ""
-    if isinstance(owner, str) and owner and owner.split(".")[0] not in ROOTS:
-        return  # another package's object re-exported by torch: not torch's attention
+def _disarm_function(module, name: str, attr: str, value) -> None:
+    """A function is replaced in its module. An operator object (flex attention's
+    HigherOrderOperator) stays, since other modules register it by identity, and its class's
+    ``__call__`` raises instead. Operator packets (``torch.ops.aten.*``) reach the kernels,
+    which the machine-code trap (or the dispatcher's raisers) already blocks."""
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
+        if _torch_owned(value) or getattr(value, "__module__", None) is None:
+            try:
+                setattr(module, attr, _raiser(f"{name}.{attr}"))
+            except (AttributeError, TypeError):
+                pass
+    elif isinstance(value, torch._ops.HigherOrderOperator) and type(value) is not torch._ops.HigherOrderOperator \
+            and _torch_owned(type(value)) and not type(value).__dict__.get("_attn_grader_blocked"):
+        raiser = _raiser(f"{name}.{attr}")
+        type(value).__call__ = lambda self, *args, **kwargs: raiser()
+        type(value)._attn_grader_blocked = True
+
+
+def _derives_from_blocked(cls) -> bool:
     try:
-        setattr(module, attr, _raiser(f"{name}.{attr}"))
-    except (AttributeError, TypeError):
-        pass
+        return any(issubclass(cls, blocked) for blocked in BLOCKED_CLASSES)
+    except TypeError:  # a class whose __subclasscheck__ refuses the question
+        return False
 
 
 class _DisarmOnImport:
@@ -142,7 +226,7 @@ class _DisarmOnImport:
 
     @staticmethod
     def find_spec(fullname, path=None, target=None):
-        if fullname.split(".")[0] not in ROOTS:
+        if fullname.split(".")[0] not in ("torch", "functorch"):
             return None
         for finder in sys.meta_path:
             if isinstance(finder, _DisarmOnImport) or not hasattr(finder, "find_spec"):
@@ -170,21 +254,39 @@ class _Loader:
         return getattr(self.inner, name)
 
 
-def disarm() -> int:
-    """Idempotent. Returns how many kernels were switched off (0 on later calls)."""
+def _all_subclasses(cls) -> list:
+    found, todo = [], [cls]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in found:
+                found.append(sub)
+                todo.append(sub)
+    return found
+
+
+def disarm(stage_autograd: bool = False) -> int:
+    """Idempotent. Returns how many dispatcher kernels were replaced by raisers (0 where the
+    machine-code trap is in place, and on later calls). ``stage_autograd``: see :func:`trap_native`."""
     global _DONE
     if _DONE:
         return 0
     _DONE = True
     import torch.nn  # noqa: F401  (the modules whose names must be disarmed are loaded here)
     import torch.nn.functional  # noqa: F401
-    count = _block_kernels()
+    count = _register_raisers() if trap_native(stage_autograd) is not None else 0
+    nn = torch.nn
+    BLOCKED_CLASSES.extend([nn.MultiheadAttention, nn.Transformer, nn.TransformerEncoder, nn.TransformerDecoder,
+                            nn.TransformerEncoderLayer, nn.TransformerDecoderLayer])
+    for cls in list(BLOCKED_CLASSES):
+        for sub in [cls] + _all_subclasses(cls):
+            if _torch_owned(sub):
+                _block_class(sub)
     for module in list(sys.modules.values()):
         if module is not None:
             _disarm_module(module)
     for module in list(sys.modules.values()):  # importlib.reload re-runs a module through its spec's loader
         spec = getattr(module, "__spec__", None)
-        if (getattr(module, "__name__", "") or "").split(".")[0] in ROOTS and spec is not None \
+        if (getattr(module, "__name__", "") or "").split(".")[0] in ("torch", "functorch") and spec is not None \
                 and hasattr(getattr(spec, "loader", None), "exec_module") and not isinstance(spec.loader, _Loader):
             try:
                 spec.loader = _Loader(spec.loader)
@@ -207,16 +309,22 @@ class _NoEngine:
 def block_autograd() -> None:
     """Idempotent; for tasks such as ``sdpa_backward`` whose point is computing gradients by hand.
 
-    autograd's Python entry points (torch.autograd.grad/backward, Tensor.backward, the
-    functional and torch.func transforms) are replaced by raisers, and the engine object they
-    all end in is swapped for one that raises, so a backward reached another way fails too.
-    Like the attention block this is the defence in depth; the parent's verdict rests on its
-    own reference and on the trace of backward kernels (grader/checks/backward.py).
+    The machine-code trap's ``autograd`` group is put in place (moved in where the zygote staged
+    it, patched in place where no filter is loaded): torch's engine, its per-operator backward formulas and forward-mode AD raise, however
+    they are reached. On top of it, for clear messages and the advisory record, autograd's Python
+    entry points (torch.autograd.grad/backward, Tensor.backward, the functional and torch.func
+    transforms) are replaced by raisers and the engine object they end in is swapped for one that
+    raises. The parent's verdict rests on its own reference and on the trace of backward kernels
+    (grader/checks/backward.py).
     """
     global _AUTOGRAD_DONE
     if _AUTOGRAD_DONE:
         return
     _AUTOGRAD_DONE = True
+    if NATIVE.get("problem") is None and "done" in NATIVE:
+        trap = _trap()
+        if not trap.apply_staged("autograd"):
+            trap.install("autograd")  # no filter here (the pre-check's levels): patch in place
     import torch.autograd.functional
     import torch.autograd.variable
     import torch.func

@@ -128,12 +128,30 @@ def _seed_randomness() -> None:
         numpy.random.seed(0)
 
 
+def _compile_without_a_compiler() -> None:
+    """``torch.compile`` with its default backend builds C++ with a compiler and loads the result:
+    the sandbox has neither (no programs, no new executable memory). Compiled code computes what
+    eager code does, so honest code that compiles its function runs it through TorchDynamo's
+    ``eager`` backend instead (traced, not compiled) and gets the same values."""
+    original = torch.compile
+
+    def compile(model=None, *, backend="inductor", mode=None, options=None, **kwargs):
+        if backend == "inductor":
+            backend, mode, options = "eager", None, None
+        return original(model, backend=backend, mode=mode, options=options, **kwargs)
+
+    compile.__doc__, compile.__wrapped__ = original.__doc__, original
+    torch.compile = compile
+
+
 def load(req: dict) -> dict:
     STATE["path"] = req["path"]
     disarm.disarm()  # before any student code: torch's own attention raises from here on
     _seed_randomness()  # code that draws random numbers (dropout left on) draws the same ones in every child
     if "autograd" in (req.get("block") or ()):  # the task is a hand-written backward
         disarm.block_autograd()
+    if not hasattr(torch.compile, "__wrapped__"):
+        _compile_without_a_compiler()
     if not any(isinstance(f, _BlockedImports) for f in sys.meta_path):
         sys.meta_path.insert(0, _BlockedImports())
     try:
@@ -334,6 +352,7 @@ def main() -> None:
     # thread pools; the zygote's and local backend's children set theirs from their request.
     torch.set_num_threads(1)
     warm_up()
+    disarm.disarm()  # before the first request: the trap must be in place while this process is single-threaded
     serve()
 
 

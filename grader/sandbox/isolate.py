@@ -210,6 +210,8 @@ def seccomp_program(mode: str) -> bytes:
         f.add_rule(sc.ERRNO(policy.CLONE3_ERRNO), "clone3")
         for request in policy.IOCTLS_DENIED.values():
             f.add_rule(sc.ERRNO(errno.EPERM), "ioctl", sc.Arg(1, sc.MASKED_EQ, IOCTL_REQUEST_BITS, request))
+        f.add_rule(sc.ERRNO(policy.EXEC_DENIED_ERRNO), "prctl",
+                   sc.Arg(0, sc.EQ, policy.PRCTL_DENIED["PR_SET_DUMPABLE"]))
     elif mode in ("allow-list", "log"):
         f = sc.SyscallFilter(sc.ERRNO(policy.SECCOMP_REFUSED_ERRNO) if mode == "allow-list" else sc.LOG)
         for name in dict.fromkeys(policy.SECCOMP_ALLOWED + tuple(policy.SECCOMP_ALLOWED_GPU)):
@@ -219,6 +221,13 @@ def seccomp_program(mode: str) -> bytes:
         f.add_rule(sc.ALLOW, "clone", sc.Arg(0, sc.MASKED_EQ, ns_flags, 0))
         for request in policy.IOCTLS_ALLOWED.values():
             f.add_rule(sc.ALLOW, "ioctl", sc.Arg(1, sc.MASKED_EQ, IOCTL_REQUEST_BITS, request))
+        refused = sc.ERRNO(policy.EXEC_DENIED_ERRNO)
+        for syscall in policy.EXEC_MAPPING_CALLS:
+            f.add_rule(sc.ALLOW, syscall, sc.Arg(2, sc.MASKED_EQ, policy.PROT_EXEC, 0))
+            f.add_rule(refused, syscall, sc.Arg(2, sc.MASKED_EQ, policy.PROT_EXEC, policy.PROT_EXEC))
+        dumpable = policy.PRCTL_DENIED["PR_SET_DUMPABLE"]
+        f.add_rule(sc.ALLOW, "prctl", sc.Arg(0, sc.NE, dumpable))
+        f.add_rule(refused, "prctl", sc.Arg(0, sc.EQ, dumpable))
         if policy.CLONE3_ERRNO != policy.SECCOMP_REFUSED_ERRNO or mode == "log":
             f.add_rule(sc.ERRNO(policy.CLONE3_ERRNO), "clone3")
     else:

@@ -102,6 +102,7 @@ def _fork_server(sock: socket.socket, harness) -> None:
 
     torch.set_num_threads(1)
     harness.warm_up()  # lazy imports (sympy under backward) once, not in every child
+    harness.disarm.disarm()  # torch's own attention off (its kernels trapped) in every child, paid once here
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)

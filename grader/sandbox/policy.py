@@ -230,15 +230,15 @@ SECCOMP_ALLOWED = (
     "renameat2", "chmod", "fchmod", "fchmodat", "umask", "utimensat", "sendfile", "copy_file_range",
     "poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
     "eventfd2",
-    # memory
-    "brk", "mmap", "munmap", "mprotect", "mremap", "madvise", "mbind", "get_mempolicy", "membarrier",
+    # memory (mmap and mprotect: without PROT_EXEC only, see below)
+    "brk", "munmap", "mremap", "madvise", "mbind", "get_mempolicy", "membarrier",
     # threads and processes (clone: without namespace flags, see below)
     "exit", "exit_group", "wait4", "waitid", "kill", "tgkill", "tkill", "getpid", "getppid", "gettid",
     "getuid", "geteuid", "getgid", "getegid", "getgroups", "getresuid", "getresgid", "getpgrp",
     "getpgid", "getsid", "set_tid_address", "set_robust_list", "get_robust_list", "rseq", "futex",
     "sched_yield", "sched_getaffinity", "sched_setaffinity", "sched_getparam", "sched_getscheduler",
     "sched_get_priority_max", "sched_get_priority_min", "getpriority", "prlimit64", "getrlimit",
-    "getrusage", "times", "sysinfo", "uname", "prctl", "arch_prctl", "capget",
+    "getrusage", "times", "sysinfo", "uname", "arch_prctl", "capget",
     # signals and time
     "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigsuspend", "rt_sigtimedwait",
     "rt_sigpending", "sigaltstack", "restart_syscall", "alarm", "setitimer", "getitimer", "pause",
@@ -248,6 +248,18 @@ SECCOMP_ALLOWED = (
     "connect", "bind", "listen", "accept", "accept4", "sendto", "recvfrom", "sendmsg", "recvmsg",
     "shutdown", "getsockopt", "setsockopt", "getsockname", "getpeername",
 )
+# The machine-code trap (trap.py) stays in place: once the filter is loaded no memory becomes
+# executable. mmap and mprotect are allowed without PROT_EXEC and refused with it (EPERM): no page
+# of torch can be rewritten and made executable again, and no copy of torch's original code can
+# be mapped (dlopen of a library not loaded before the filter fails, so the zygote imports what
+# submissions use first). prctl is allowed but for PR_SET_DUMPABLE: a non-dumpable child running
+# as the slot uid cannot open /proc/self/mem, which writes through page protections. Applied by
+# the allow-list (and "log"); the deny-list, which GPU runs use, leaves executable mappings to
+# CUDA's lazily loaded libraries (a known limit, SECURITY.md).
+PROT_EXEC = 0x4
+EXEC_MAPPING_CALLS = ("mmap", "mprotect")
+PRCTL_DENIED = {"PR_SET_DUMPABLE": 4}
+EXEC_DENIED_ERRNO = errno.EPERM
 # ioctl: only these requests (the low 32 bits, as the kernel reads them); terminal injection
 # (TIOCSTI, TIOCLINUX) is not among them.
 IOCTLS_ALLOWED = {"TCGETS": 0x5401, "TIOCGWINSZ": 0x5413, "FIONREAD": 0x541B, "FIONBIO": 0x5421,
@@ -315,6 +327,9 @@ def describe(limits: Limits | None = None, threads: int = 1) -> dict:
                     "denied_by_the_deny_list": list(SECCOMP_DENIED),
                     "denied_errno": errno.errorcode[SECCOMP_DENIED_ERRNO],
                     "socket_family_allowed": socket.AddressFamily(SOCKET_FAMILY_ALLOWED).name,
+                    "executable_mappings": f"{', '.join(EXEC_MAPPING_CALLS)} with PROT_EXEC refused "
+                                           f"({errno.errorcode[EXEC_DENIED_ERRNO]}) by the allow-list",
+                    "prctl_denied": sorted(PRCTL_DENIED),
                     "clone_namespace_flags_denied": list(CLONE_NAMESPACE_FLAGS_DENIED),
                     "clone3": errno.errorcode[CLONE3_ERRNO], "ioctls_denied": sorted(IOCTLS_DENIED)},
     }

@@ -3,8 +3,8 @@
 Canvas's gradebook CSV identifies a student by ``ID`` (Canvas's user id), ``SIS User ID`` or
 ``SIS Login ID`` and names an assignment column ``Title (assignment id)``; the LTI ``sub`` is
 none of these. A launch carries them when the tool's configuration asks for them (Canvas's
-variable substitutions, set as custom fields on the developer key; see README "LMS
-integration"); the standard LIS claim carries the SIS id, and the OpenID claims (and the
+variable substitutions, set as custom fields on the developer key; see docs/instructors/lti.md,
+"2a. Canvas"); the standard LIS claim carries the SIS id, and the OpenID claims (and the
 roster, NRPS) the name parts. A custom field Canvas could not fill arrives as the variable
 itself (``$Canvas.user.id``) and is ignored.
 """
@@ -23,7 +23,7 @@ from .models import LtiResourceLink, LtiUser
 PLACEHOLDER_DOMAIN = "lti.invalid"
 LIS_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/lis"
 CUSTOM_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/custom"
-# The custom fields the README asks Canvas for, and the variables that fill them.
+# The custom fields the docs (instructors/lti.md) ask Canvas for, and the variables that fill them.
 CANVAS_FIELDS = {
     "canvas_user_id": "$Canvas.user.id",
     "canvas_user_login_id": "$Canvas.user.loginId",
