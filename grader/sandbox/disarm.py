@@ -371,8 +371,7 @@ def _block_forward_mode() -> dict:
             if has("aten::_make_dual", key):
                 lib.impl("_make_dual", key, _raiser("aten::_make_dual (forward-mode autograd)", autograd=True),
                          False)
-    ctypes.pythonapi.Py_IncRef(ctypes.py_object(lib))  # alive, and held by no Python object
-    del lib
+    _KEEP_ALIVE.append(lib)  # as the attention fallback's registration (the trap is the boundary)
     return swaps
 
 
