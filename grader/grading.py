@@ -341,6 +341,7 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
     ctx.start("forbidden.runtime")
     ctx.fingerprint_samples = fresh_samples(ctx)  # before anything can use up the time budget
     kernel = kernel_output(t.fingerprint, ctx.fingerprint_samples)
+    gates = {c.id: c.gates for c in t.checks if c.gates}  # once one fails, its families score nothing
     for i, check in enumerate(main):
         if progress:
             progress(check.id, 3 + i, total)
@@ -355,6 +356,11 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
         if session.protocol_violations and not scan:
             add(check.id, False, T("skipped: your program wrote to the grader's answer channel, so "
                                    "nothing it computes can be trusted and nothing else is graded"),
+                {"skipped": True})
+            continue
+        gate = next((g for g in gates if check.family in gates[g]), None)
+        if gate and check.id != gate and any(c.id == gate and not c.passed for c in report.checks):
+            add(check.id, False, T("skipped: these points rest on {check}, which did not pass", check=gate),
                 {"skipped": True})
             continue
         if crashes >= CRASH_LIMIT:

@@ -10,7 +10,8 @@ slow or fast the student's code is. The lengths are short on purpose: the course
 softmax backward builds each row's S × S Jacobian in a Python loop, and at L = S = 256 that honest
 code would need minutes too; here it needs under a second.
 
-The budget is the child's own time, measured by the parent (``session.charged``: waits for a busy
+The call runs without the advisory recorders (``trace=False``), which would cost a row-by-row loop
+several times its own time. The budget is the child's own time, measured by the parent (``session.charged``: waits for a busy
 core are not charged, so the verdict is the same on an idle and a loaded host). The gradients that
 were right on small inputs must be right here too (a file cannot answer fast with anything at this
 size). The check gates the families its task names (``Check.gates``): without it, those points
@@ -88,7 +89,8 @@ def _judge(names, grads, refs, judged) -> None:
 
 def backward_task(ctx):
     """``sdpa_backward``: the student's (dQ, dK, dV), judged where the output checks found them right."""
-    result, (q, k, v, g) = _timed(ctx, lambda *t: ctx.call(*t, during=T("gradients at scale"), seconds=SECONDS))
+    result, (q, k, v, g) = _timed(ctx, lambda *t: ctx.call(*t, during=T("gradients at scale"), seconds=SECONDS,
+                                                            trace=False))
     grads = ctx.tuple_out(result, [q.shape, k.shape, v.shape], NAMES, T("gradients at scale"))
     right = [name for name, check in zip(NAMES, OUTPUT_CHECKS) if ctx.passed_check(check)]
     _judge(NAMES, grads, closed_form(q, k, v, g), right)
@@ -98,7 +100,7 @@ def backward_task(ctx):
 def sdpa_task(ctx):
     """``sdpa``: the student's forward and the gradients the child returns through it."""
     result, (q, k, v, g) = _timed(ctx, lambda q, k, v, g: ctx.call(
-        q, k, v, wrt=(0, 1, 2), grad_output=g, during=T("gradients at scale"), seconds=SECONDS))
+        q, k, v, wrt=(0, 1, 2), grad_output=g, during=T("gradients at scale"), seconds=SECONDS, trace=False))
     ctx.tensor_out(result, tuple(g.shape), T("gradients at scale"))
     if result.grads is None or any(grad is None for grad in result.grads):
         raise Fail(_failure(T("no gradients came back through your function")), _size())

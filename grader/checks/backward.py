@@ -48,32 +48,48 @@ def _assess(ctx, result, case, what, parts):
         what=what, parts=parts, dtype_bug="grads_wrong_dtype")
 
 
-def _call(ctx, case, what):
+def _call(ctx, case, what, answers=None):
+    """The student's answer to ``case``; with ``answers`` (a dict), each case is asked once and its
+    answer (or failure) kept for the next check that judges it."""
+    key = str(what)
+    if answers is not None and key in answers:
+        kept = answers[key]
+        if isinstance(kept, StudentFailure):
+            raise kept
+        return kept
     q, k, v, g, attn_mask, is_causal, scale = case
-    return ctx.call(q, k, v, g, during=what, **sdpa_kwargs(attn_mask, is_causal, scale))
+    try:
+        result = ctx.call(q, k, v, g, during=what, **sdpa_kwargs(attn_mask, is_causal, scale))
+    except StudentFailure as exc:
+        if answers is not None and not exc.unanswered:
+            answers[key] = exc
+        raise
+    if answers is not None:
+        answers[key] = result
+    return result
 
 
 def run_backward(ctx, q, k, v, g, attn_mask=None, is_causal=False, scale=None, *, what: str,
-                 parts: tuple = NAMES) -> float:
+                 parts: tuple = NAMES, answers: dict | None = None) -> float:
     """Call, judge the gradients in ``parts`` against the parent's autograd, name a miss. Returns the
     worst error; raises Fail (or StudentFailure) on a miss."""
     case = (q, k, v, g, attn_mask, is_causal, scale)
     try:
-        _, worst, failures = _assess(ctx, _call(ctx, case, what), case, what, parts)
+        _, worst, failures = _assess(ctx, _call(ctx, case, what, answers), case, what, parts)
     except StudentFailure as exc:
         if exc.unanswered or q.size(-2) == k.size(-2):
             raise
-        return _judged_square(ctx, case, what, parts, exc, exc.describe())
+        return _judged_square(ctx, case, what, parts, exc, exc.describe(), answers)
     except Fail as miss:
         if "output" not in miss.details or q.size(-2) == k.size(-2):
             raise
-        return _judged_square(ctx, case, what, parts, miss, miss.message)
+        return _judged_square(ctx, case, what, parts, miss, miss.message, answers)
     if failures:
         raise parts_failure(what, failures, explain=SPEC.explain)
     return worst
 
 
-def _judged_square(ctx, case, what, parts, original, said) -> float:
+def _judged_square(ctx, case, what, parts, original, said, answers=None) -> float:
     """The function raised (or returned a wrong shape) with L != S: run the case cut to L = S. If a
     gradient there is transposed (a named bug), that is why, and the other gradients are judged
     there; otherwise the original failure stands."""
@@ -81,7 +97,7 @@ def _judged_square(ctx, case, what, parts, original, said) -> float:
     n = square[0].size(-2)
     where = T("{what}, cut to L = S = {n}", what=what, n=n)
     try:
-        _, worst, failures = _assess(ctx, _call(ctx, square, where), square, where, NAMES)
+        _, worst, failures = _assess(ctx, _call(ctx, square, where, answers), square, where, NAMES)
     except (StudentFailure, Fail):
         raise original from None
     culprits = {name: cause for name, cause, _, _ in failures if cause in backward_bugs.SHAPE_BUGS}
@@ -141,11 +157,13 @@ def _dims(ctx):
 
 
 # ---- checks -----------------------------------------------------------------------------
-def output_check(name: str):
-    """``output.<name>``: one gradient on 4-D and 3-D float32 inputs with L != S, and float64 ones with
-    L = S (where a transposed formula keeps the shapes: only the values tell). Every other check is
-    float64 with L != S."""
-    def check(ctx):
+# Each grading's output cases, drawn and asked once: output.dQ, output.dK and output.dV judge the
+# same answers, each its own gradient (three checks, not three times the calls).
+_OUTPUT_CASES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _output_cases(ctx):
+    if ctx not in _OUTPUT_CASES:
         L, S, E, Ev = _dims(ctx)
         N = ctx.inputs.randint(2, 5)
         n = ctx.inputs.randint(5, 12)
@@ -154,8 +172,19 @@ def output_check(name: str):
                  (_case(ctx, L, S, E, Ev, torch.float32, batch=(N,)),
                   T("3-D float32 inputs (N={N}, L={L}, S={S})", N=N, L=L, S=S)),
                  (_case(ctx, n, n, E, Ev), T("self-attention shapes (L = S = {L})", L=n))]
+        _OUTPUT_CASES[ctx] = (cases, {})
+    return _OUTPUT_CASES[ctx]
+
+
+def output_check(name: str):
+    """``output.<name>``: one gradient on 4-D and 3-D float32 inputs with L != S, and float64 ones with
+    L = S (where a transposed formula keeps the shapes: only the values tell). Every other check is
+    float64 with L != S."""
+    def check(ctx):
+        cases, answers = _output_cases(ctx)
         try:
-            worst = max(run_backward(ctx, *args, what=what, parts=(name,)) for args, what in cases)
+            worst = max(run_backward(ctx, *args, what=what, parts=(name,), answers=answers)
+                        for args, what in cases)
         except Fail as miss:
             _NAMED.setdefault(ctx, {})[name] = (miss.details.get("causes") or {}).get(name) or \
                 miss.details.get("diagnosis")
