@@ -91,8 +91,8 @@ class GradeReport:
 
 def split_points(total: int, weights: list[int]) -> list[int]:
     """Integers proportional to ``weights`` that sum to ``total`` (largest remainder)."""
-    if not weights:
-        return []
+    if not weights or not sum(weights):  # no weights, or only weight-0 checks (gates, reported only)
+        return [0] * len(weights)
     raw = [total * w / sum(weights) for w in weights]
     pts = [int(r) for r in raw]
     for i in sorted(range(len(raw)), key=lambda i: raw[i] - pts[i], reverse=True)[: total - sum(pts)]:
@@ -317,19 +317,27 @@ def _with_needs(checks: list, only: str) -> list:
 
 
 def _apply_gates(report, t) -> None:
-    """A check that gates families (``Check.gates``) and did not pass leaves them nothing, knock-ons
-    of a named bug included: what they check cannot be credited without what it shows."""
+    """A check that gates families (``Check.gates``) and failed for no named bug leaves them nothing,
+    knock-ons of a named bug included: what they check cannot be credited without what it shows. A
+    gate may have no points of its own (``weight=0``): its failure shows in the checks it gates."""
     verdicts = {c.id: c for c in report.checks}
     gates = {}
     for check in t.checks:
-        if check.gates and check.id in verdicts and not verdicts[check.id].passed:
+        if check.gates and check.id in verdicts and _gate_closed(verdicts[check.id]):
             for family in check.gates:
                 gates.setdefault(family, check.id)
     for c in report.checks:
         gate = gates.get(c.id.split(".")[0])
-        if gate and c.id != gate and c.points:
-            c.points = 0
-            c.message += T(" (not scored: these points rest on {check}, which did not pass)", check=gate)
+        if gate and c.id != gate and c.points:  # passed, or a knock-on given its points back
+            c.points, c.passed = 0, False
+            c.details.pop("because_of", None)
+            c.message = T("not scored: these points rest on {check}, which did not pass ({message})", check=gate,
+                          message=c.message)
+
+
+def _gate_closed(result) -> bool:
+    """A gating check failed for no named bug (a named bug's failure is that bug's, charged once)."""
+    return not result.passed and not result.details.get("diagnosis")
 
 
 def _run_checks(report, session, t, seed, device, add, progress, total, smallest=False):
@@ -359,7 +367,7 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
                 {"skipped": True})
             continue
         gate = next((g for g in gates if check.family in gates[g]), None)
-        if gate and check.id != gate and any(c.id == gate and not c.passed for c in report.checks):
+        if gate and check.id != gate and any(c.id == gate and _gate_closed(c) for c in report.checks):
             add(check.id, False, T("skipped: these points rest on {check}, which did not pass", check=gate),
                 {"skipped": True})
             continue

@@ -14,18 +14,22 @@ The call runs without the advisory recorders (``trace=False``), which would cost
 several times its own time. The budget is the child's own time, measured by the parent (``session.charged``: waits for a busy
 core are not charged, so the verdict is the same on an idle and a loaded host). The gradients that
 were right on small inputs must be right here too (a file cannot answer fast with anything at this
-size). The check gates the families its task names (``Check.gates``): without it, those points
-would be open to gradients no backward produced. What a student can still do is in SECURITY.md.
+size); a gradient wrong here by a named bug is that bug's knock-on. The check gates the families
+its task names (``Check.gates``): failed for no known bug, it leaves them nothing, since those
+points would be open to gradients no backward produced. What a student can still do is in
+SECURITY.md.
 """
 from __future__ import annotations
 
 import torch
 
-from .backward import NAMES, OUTPUT_CHECKS
+from . import backward
 from .backward_bugs import closed_form
 from .base import Fail, StudentFailure
-from .gradients import SDPA_NAMES
+from .gradients import SDPA_NAMES, explained_by_known_bug
 from .tolerance import GRAD_FLOOR_FACTOR, GRAD_MULTIPLIER, allowance, compare
+from .tuples import parts_failure
+from .variants import sdpa_variants
 from ..i18n import T
 
 BATCH, HEADS, LENGTH, WIDTH = 2, 4, 24, 512
@@ -44,19 +48,20 @@ def _inputs(ctx, three_d: bool):
 
 def _timed(ctx, call):
     """``call(q, k, v, g)`` on 4-D inputs, and on 3-D ones where the 4-D call raised (a file may handle
-    one layout only): (result, inputs). A call past the budget fails. Nothing measured goes into the
-    details: the same code gets the same report on an idle and a busy host."""
+    one layout only): (result, inputs). A call past the budget (or that never answers) fails here; an
+    exception is the function's own, reported (and diagnosed) as in any check. Nothing measured goes
+    into the details: the same code gets the same report on an idle and a busy host."""
     for three_d in (False, True):
         inputs = _inputs(ctx, three_d)
         try:
-            result = call(*inputs)
+            return call(*inputs), inputs
         except StudentFailure as exc:
-            if exc.unanswered or three_d:
+            if exc.unanswered:
                 late = exc.error.kind == "timeout"
                 raise Fail(_failure(T("your gradients did not come back in time") if late else exc.describe()),
                            {"timed_out": late, **_size()}) from None
-            continue
-        return result, inputs
+            if three_d:
+                raise
     raise AssertionError("unreachable")
 
 
@@ -76,34 +81,45 @@ def _passed() -> T:
              "backward pass", **_size())
 
 
-def _judge(names, grads, refs, judged) -> None:
-    """The gradients right on small inputs (``judged``) must be right here too."""
-    for name, got, ref in zip(names, grads, refs):
-        if name not in judged:
-            continue
-        cmp = compare(got, ref, allowance(ref, None, torch.float64, GRAD_MULTIPLIER, GRAD_FLOOR_FACTOR))
-        if not cmp.ok:
-            raise Fail(_failure(T("your {name} is right on small inputs but not here ({comparison})", name=name,
-                                  comparison=cmp.describe())), {"input": name, **_size(), **cmp.details()})
+def _unproven(name, cmp) -> Fail:
+    """Right on small inputs, wrong here, and no known bug explains it."""
+    return Fail(_failure(T("your {name} is right on small inputs but not here ({comparison})", name=name,
+                           comparison=cmp.describe())), {"input": name, **_size(), **cmp.details()})
 
 
 def backward_task(ctx):
-    """``sdpa_backward``: the student's (dQ, dK, dV), judged where the output checks found them right."""
-    result, (q, k, v, g) = _timed(ctx, lambda *t: ctx.call(*t, during=T("gradients at scale"), seconds=SECONDS,
-                                                            trace=False))
-    grads = ctx.tuple_out(result, [q.shape, k.shape, v.shape], NAMES, T("gradients at scale"))
-    right = [name for name, check in zip(NAMES, OUTPUT_CHECKS) if ctx.passed_check(check)]
-    _judge(NAMES, grads, closed_form(q, k, v, g), right)
+    """``sdpa_backward``: the student's (dQ, dK, dV), judged where the output checks found them right (or
+    wrong by a named bug, which is then a knock-on here)."""
+    what = T("gradients at scale")
+    result, (q, k, v, g) = _timed(ctx, lambda *t: ctx.call(*t, during=what, seconds=SECONDS, trace=False))
+    parts = backward.judged_parts(ctx)
+    if not parts:  # nothing was right on small inputs: only the time is judged here
+        ctx.tuple_out(result, [q.shape, k.shape, v.shape], backward.NAMES, what)
+        return _passed(), _size()
+    _, _, failures = backward.assess(ctx, result, (q, k, v, g, None, False, None), what, parts)
+    named = [f for f in failures if f[1]]
+    if named:
+        raise parts_failure(what, named, explain=backward.SPEC.explain)
+    if failures:
+        raise _unproven(failures[0][0], failures[0][3])
     return _passed(), _size()
 
 
 def sdpa_task(ctx):
     """``sdpa``: the student's forward and the gradients the child returns through it."""
+    what = T("gradients at scale")
     result, (q, k, v, g) = _timed(ctx, lambda q, k, v, g: ctx.call(
-        q, k, v, wrt=(0, 1, 2), grad_output=g, during=T("gradients at scale"), seconds=SECONDS, trace=False))
-    ctx.tensor_out(result, tuple(g.shape), T("gradients at scale"))
+        q, k, v, wrt=(0, 1, 2), grad_output=g, during=what, seconds=SECONDS, trace=False))
+    ctx.tensor_out(result, tuple(g.shape), what)
     if result.grads is None or any(grad is None for grad in result.grads):
         raise Fail(_failure(T("no gradients came back through your function")), _size())
-    if ctx.passed_check("grad.reference"):
-        _judge(SDPA_NAMES, result.grads, closed_form(q, k, v, g), SDPA_NAMES)
+    for name, got, ref in zip(SDPA_NAMES, result.grads, closed_form(q, k, v, g)):
+        cmp = compare(got, ref, allowance(ref, None, torch.float64, GRAD_MULTIPLIER, GRAD_FLOOR_FACTOR))
+        if cmp.ok:
+            continue
+        miss = Fail(T("{what}: the gradient with respect to {name} is wrong: {value}", what=what, name=name,
+                      value=cmp.describe()), {"input": name, **_size(), **cmp.details()})
+        explained_by_known_bug(ctx, miss, result, SDPA_NAMES, lambda a, b, c: sdpa_variants(a, b, c),
+                               [q, k, v], g, torch.float64, what)
+        raise miss if miss.details.get("diagnosis") else _unproven(name, cmp)
     return _passed(), _size()

@@ -36,7 +36,7 @@ def reference_grads(q, k, v, g, attn_mask=None, is_causal=False, scale=None):
     return tuple(torch.autograd.grad((out * g).sum(), leaves))
 
 
-def _assess(ctx, result, case, what, parts):
+def assess(ctx, result, case, what, parts):
     q, k, v, g, attn_mask, is_causal, scale = case
     mask64 = attn_mask if attn_mask is None or attn_mask.dtype == torch.bool else attn_mask.double()
     ref64 = reference_grads(q.double(), k.double(), v.double(), g.double(), mask64, is_causal, scale)
@@ -75,7 +75,7 @@ def run_backward(ctx, q, k, v, g, attn_mask=None, is_causal=False, scale=None, *
     worst error; raises Fail (or StudentFailure) on a miss."""
     case = (q, k, v, g, attn_mask, is_causal, scale)
     try:
-        _, worst, failures = _assess(ctx, _call(ctx, case, what, answers), case, what, parts)
+        _, worst, failures = assess(ctx, _call(ctx, case, what, answers), case, what, parts)
     except StudentFailure as exc:
         if exc.unanswered or q.size(-2) == k.size(-2):
             raise
@@ -97,7 +97,7 @@ def _judged_square(ctx, case, what, parts, original, said, answers=None) -> floa
     n = square[0].size(-2)
     where = T("{what}, cut to L = S = {n}", what=what, n=n)
     try:
-        _, worst, failures = _assess(ctx, _call(ctx, square, where, answers), square, where, NAMES)
+        _, worst, failures = assess(ctx, _call(ctx, square, where, answers), square, where, NAMES)
     except (StudentFailure, Fail):
         raise original from None
     culprits = {name: cause for name, cause, _, _ in failures if cause in backward_bugs.SHAPE_BUGS}
@@ -130,13 +130,17 @@ def _square(case):
 _NAMED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _right(ctx) -> tuple:
-    """The gradients the property checks judge: those the output checks found right, or wrong by a
-    named bug (charged once by causes.py); not those wrong for no known reason, which would fail every
-    check again. All three when none qualifies."""
+def judged_parts(ctx) -> tuple:
+    """The gradients the later checks judge: those the output checks found right, or wrong by a named
+    bug (charged once by causes.py); not those wrong for no known reason, which would fail every
+    check again. Needs the output checks (``Check(needs=OUTPUT_CHECKS)``)."""
     named = _NAMED.get(ctx, {})
-    right = tuple(name for name, check in zip(NAMES, OUTPUT_CHECKS) if ctx.passed_check(check) or named.get(name))
-    return right or NAMES
+    return tuple(name for name, check in zip(NAMES, OUTPUT_CHECKS) if ctx.passed_check(check) or named.get(name))
+
+
+def _right(ctx) -> tuple:
+    """``judged_parts``, or all three when none qualifies (the property checks still say what fails)."""
+    return judged_parts(ctx) or NAMES
 
 
 def _noting(parts) -> str:

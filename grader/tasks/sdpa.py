@@ -31,7 +31,7 @@ def build() -> Grading:
         Check("batch.independent", properties.sdpa_batch),
         Check("grad.reference", gradients.sdpa_reference),
         Check("grad.gradcheck", gradients.sdpa_gradcheck, needs=("batch.independent",)),
-        Check("grad.at_scale", at_scale.sdpa_task, needs=("grad.reference",), gates=("grad",)),
+        Check("grad.at_scale", at_scale.sdpa_task, 0, needs=("grad.reference",), gates=("grad",)),
         Check("permutation.keys_queries", properties.permutation),
         Check("fully_masked.zeros", properties.fully_masked),
         Check("speed.relative", properties.speed),

@@ -1,7 +1,8 @@
 """Task ``sdpa_backward``: (dQ, dK, dV) of scaled dot-product attention by hand, autograd forbidden."""
 from . import Grading, Task, with_common_checks
 
-# The families whose points rest on the gradients coming from a backward pass (grad.at_scale).
+# The families whose points rest on the gradients coming from a backward pass (grad.at_scale, which
+# has no points of its own: it only shows that they do).
 GRADIENT_FAMILIES = ("output", "dtype", "jacobian", "scale", "mask", "causal")
 
 
@@ -17,7 +18,7 @@ def build() -> Grading:
         *(Check(check_id, backward.output_check(name)) for check_id, name in zip(right, backward.NAMES)),
         Check("dtype.float32", backward.dtype_case(torch.float32)),
         Check("dtype.float64", backward.dtype_case(torch.float64)),
-        Check("grad.at_scale", at_scale.backward_task, needs=right, gates=GRADIENT_FAMILIES),
+        Check("grad.at_scale", at_scale.backward_task, 0, needs=right, gates=GRADIENT_FAMILIES),
         Check("jacobian.peaked", backward.jacobian, needs=right),
         Check("scale.default", backward.scale_default, needs=right),
         Check("scale.argument", backward.scale_argument, needs=right),
@@ -32,7 +33,7 @@ TASK = Task(
     id="sdpa_backward", title="Attention backward pass by hand", function="scaled_dot_product_attention_backward",
     home=__file__, positional=4, keywords=("attn_mask", "is_causal", "scale"),
     arg_names=("query", "key", "value", "grad_out"),
-    points={"load": 5, "forbidden": 10, "output": 21, "dtype": 4, "grad": 5, "jacobian": 15, "scale": 10,
-            "mask": 15, "causal": 10, "inputs": 5},
+    points={"load": 5, "forbidden": 10, "output": 25, "dtype": 5, "jacobian": 15, "scale": 10, "mask": 15,
+            "causal": 10, "inputs": 5, "grad": 0},
     build=build, order=30, outputs=3, block=("autograd",),
 )

@@ -1,4 +1,4 @@
-# expect: grad
+# expect: output
 # bugs: several (no backward at all: every family that grades gradients rests on grad.at_scale)
 """Attack: no backward pass, only central finite differences of a hand-written forward.
 
