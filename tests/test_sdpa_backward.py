@@ -82,9 +82,12 @@ SCAN = {
     "import numpy as np\nclass S:\n  def backward(self, d): return d\nclass A:\n  def __init__(self): "
     "self.softmax = S()\n  def f(self, d): return self.softmax.backward(d), self.W.grad\n": [],
     "def f(grad, backward):\n  grad = grad * 2\n  return backward(grad)\n": [],
-    "import torch\nwith torch.no_grad(): pass\nwith torch.autograd.no_grad(): pass\ntorch.set_grad_enabled(False)\n": [],
-    "import torch\nclass F(torch.autograd.Function):\n  @staticmethod\n  def backward(ctx, g): return g\n": [],
-    "class P:\n  def __init__(self, requires_grad=False): self.requires_grad = requires_grad\nP(requires_grad=True)\n": [],
+    "import torch\nwith torch.no_grad(): pass\nwith torch.autograd.no_grad(): pass\n"
+    "torch.set_grad_enabled(False)\n": [],
+    "import torch\nclass F(torch.autograd.Function):\n  @staticmethod\n"
+    "  def backward(ctx, g): return g\n": [],
+    "class P:\n  def __init__(self, requires_grad=False): self.requires_grad = requires_grad\n"
+    "P(requires_grad=True)\n": [],
     "import torch\nf = torch.func.vmap\ndef g(layer, d): return getattr(layer, 'backward')(d)\n": [],
     # autograd, however it is named
     "import torch\ndef f(q): return torch.autograd.grad(q, q)\n": ["torch.autograd.grad"],

@@ -11,13 +11,13 @@ softmax backward builds each row's S × S Jacobian in a Python loop, and at L = 
 code would need minutes too; here it needs under a second.
 
 The call runs without the advisory recorders (``trace=False``), which would cost a row-by-row loop
-several times its own time. The budget is the child's own time, measured by the parent (``session.charged``: waits for a busy
-core are not charged, so the verdict is the same on an idle and a loaded host). The gradients that
-were right on small inputs must be right here too (a file cannot answer fast with anything at this
-size); a gradient wrong here by a named bug is that bug's knock-on. The check gates the families
-its task names (``Check.gates``): failed for no known bug, it leaves them nothing, since those
-points would be open to gradients no backward produced. What a student can still do is in
-SECURITY.md.
+several times its own time. The budget is the child's own time, measured by the parent
+(``session.charged``: waits for a busy core are not charged, so the verdict is the same on an idle
+and a loaded host). The gradients that were right on small inputs must be right here too (a file
+cannot answer fast with anything at this size); a gradient wrong here by a named bug is that bug's
+knock-on. The check has no points of its own; it gates the families its task names
+(``Check.gates``): failed for no known bug, it leaves them nothing, since those points would be
+open to gradients no backward produced. What a student can still do is in SECURITY.md.
 """
 from __future__ import annotations
 

@@ -95,19 +95,6 @@ def dtype_case(dtype, make_args: Callable, spec: Outputs, shapes_of: Callable):
     return check
 
 
-def judge_parts(ctx, spec: Outputs, args: tuple, kwargs: dict, *, shapes: list, ref64, same, variants: Callable,
-                what: str, parts: tuple | None = None, dtype_bug: str | None = None) -> tuple:
-    """``judge`` for each output on its own: only ``parts`` (names; default all) are judged, the others
-    may be anything, so one wrong output does not cost the right ones. Returns (outputs, worst error
-    of the judged ones); on a miss raises ``parts_failure``."""
-    result = ctx.call(*args, during=what, **kwargs)
-    outs, worst, failures = assess_parts(ctx, spec, result, args[0].dtype, shapes=shapes, ref64=ref64, same=same,
-                                         variants=variants, what=what, parts=parts, dtype_bug=dtype_bug)
-    if failures:
-        raise parts_failure(what, failures, explain=spec.explain)
-    return outs, worst
-
-
 def assess_parts(ctx, spec: Outputs, result, dtype, *, shapes: list, ref64, same, variants: Callable, what: str,
                  parts: tuple | None = None, dtype_bug: str | None = None) -> tuple:
     """(outputs, worst error of the right parts, failures) for one call's ``result``; raises Fail only
