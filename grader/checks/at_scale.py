@@ -96,7 +96,10 @@ def backward_task(ctx):
     if not parts:  # nothing was right on small inputs: only the time is judged here
         ctx.tuple_out(result, [q.shape, k.shape, v.shape], backward.NAMES, what)
         return _passed(), _size()
-    _, _, failures = backward.assess(ctx, result, (q, k, v, g, None, False, None), what, parts)
+    # A gradient wrong here may only be wrong as the output checks found it (the one bug named there;
+    # at this size the whole catalogue would cost the parent seconds).
+    _, _, failures = backward.assess(ctx, result, (q, k, v, g, None, False, None), what, parts,
+                                     only=backward.named_bugs(ctx))
     named = [f for f in failures if f[1]]
     if named:
         raise parts_failure(what, named, explain=backward.SPEC.explain)

@@ -36,15 +36,16 @@ def reference_grads(q, k, v, g, attn_mask=None, is_causal=False, scale=None):
     return tuple(torch.autograd.grad((out * g).sum(), leaves))
 
 
-def assess(ctx, result, case, what, parts):
+def assess(ctx, result, case, what, parts, only=None):
+    """``tuples.assess_parts`` for one call's answer to ``case`` (``only``: name only those bugs)."""
     q, k, v, g, attn_mask, is_causal, scale = case
     mask64 = attn_mask if attn_mask is None or attn_mask.dtype == torch.bool else attn_mask.double()
     ref64 = reference_grads(q.double(), k.double(), v.double(), g.double(), mask64, is_causal, scale)
     return assess_parts(
         ctx, SPEC, result, q.dtype, shapes=[q.shape, k.shape, v.shape], ref64=ref64,
         same=ref64 if q.dtype == torch.float64 else reference_grads(q, k, v, g, attn_mask, is_causal, scale),
-        variants=(lambda: backward_bugs.hand_written(q, k, v, g, attn_mask, is_causal, scale)[1],
-                  lambda: backward_bugs.forward_bugs(q, k, v, g, attn_mask, is_causal, scale)),
+        variants=(lambda: backward_bugs.hand_written(q, k, v, g, attn_mask, is_causal, scale, only)[1],
+                  lambda: backward_bugs.forward_bugs(q, k, v, g, attn_mask, is_causal, scale, only)),
         what=what, parts=parts, dtype_bug="grads_wrong_dtype")
 
 
@@ -128,6 +129,11 @@ def _square(case):
 
 # What each grading's output checks found per gradient: the bug named, or None when unexplained.
 _NAMED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def named_bugs(ctx) -> set:
+    """The bugs the output checks named (for the gradients they found wrong)."""
+    return {name for name in _NAMED.get(ctx, {}).values() if name}
 
 
 def judged_parts(ctx) -> tuple:

@@ -86,10 +86,10 @@ def closed_form(q, k, v, g, scale=None) -> tuple:
     return s * (ds @ k), s * (ds.transpose(-2, -1) @ q), p.transpose(-2, -1) @ g
 
 
-def hand_written(q, k, v, g, attn_mask=None, is_causal=False, scale=None) -> tuple:
+def hand_written(q, k, v, g, attn_mask=None, is_causal=False, scale=None, only=None) -> tuple:
     """(the correct backward, {bug or "bug:value": the backward with that slip}) in float64, written
     out step by step; the slips share the steps they do not change. A slip that changes a shape
-    (L != S) is left out: the shape check names it."""
+    (L != S) is left out: the shape check names it. ``only`` (bug names) computes just those."""
     q, k, v, g = q.double(), k.double(), v.double(), g.double()
     L, S = q.size(-2), k.size(-2)
     s = 1 / math.sqrt(q.size(-1)) if scale is None else scale
@@ -108,31 +108,41 @@ def hand_written(q, k, v, g, attn_mask=None, is_causal=False, scale=None) -> tup
     def jacobian(probs, rows_dims=(-1,)):
         return probs * (dp - (dp * probs).sum(dim=rows_dims, keepdim=True))
 
+    def epsilon(eps, shifted):
+        e = torch.exp(scores - (scores.amax(-1, keepdim=True) if shifted else 0.0))
+        pe = e / (e.sum(-1, keepdim=True) + eps)
+        return grads(jacobian(pe), pe)
+
+    def overwritten(rows, which):
+        if which == "dK":
+            return dq, s * (ds[..., rows, :].transpose(-2, -1) @ q[..., rows, :]), dv
+        return dq, dk, p[..., rows, :].transpose(-2, -1) @ g[..., rows, :]
+
     ds = jacobian(p)
     dq, dk, dv = correct = grads(ds)
-    out = {"no_jacobian_outer": grads(p * dp), "jacobian_diagonal": grads(p * (1 - p) * dp),
-           "rowsum_wrong_axis": grads(jacobian(p, (-2,))),
-           "no_scale_in_grads": (dq / s, dk / s, dv), "grad_scale_twice": (dq * s, dk * s, dv)}
+    slips = {"no_jacobian_outer": lambda: grads(p * dp), "jacobian_diagonal": lambda: grads(p * (1 - p) * dp),
+             "rowsum_wrong_axis": lambda: grads(jacobian(p, (-2,))),
+             "no_scale_in_grads": lambda: (dq / s, dk / s, dv), "grad_scale_twice": lambda: (dq * s, dk * s, dv)}
     if q.dim() > 2:
-        out["rowsum_over_batch"] = grads(jacobian(p, tuple(range(q.dim() - 2)) + (-1,)))
+        slips["rowsum_over_batch"] = lambda: grads(jacobian(p, tuple(range(q.dim() - 2)) + (-1,)))
     if L == S:
-        out.update({"dv_not_transposed": (dq, dk, p @ g), "dk_not_transposed": (dq, s * (ds @ q), dv),
-                    "dq_transposed": (s * (ds.transpose(-2, -1) @ k), dk, dv), "dq_dk_swapped": (dk, dq, dv)})
+        slips.update({"dv_not_transposed": lambda: (dq, dk, p @ g),
+                      "dk_not_transposed": lambda: (dq, s * (ds @ q), dv),
+                      "dq_transposed": lambda: (s * (ds.transpose(-2, -1) @ k), dk, dv),
+                      "dq_dk_swapped": lambda: (dk, dq, dv)})
     for block in BLOCKS:
         last = ((L - 1) // block) * block  # the first row of the last block of query rows
         if last and not any(((L - 1) // b) * b == last for b in BLOCKS if b < block):
-            rows = slice(last, None)
-            out[f"dk_overwritten:{block}"] = (dq, s * (ds[..., rows, :].transpose(-2, -1) @ q[..., rows, :]), dv)
-            out[f"dv_overwritten:{block}"] = (dq, dk, p[..., rows, :].transpose(-2, -1) @ g[..., rows, :])
+            slips[f"dk_overwritten:{block}"] = lambda rows=slice(last, None): overwritten(rows, "dK")
+            slips[f"dv_overwritten:{block}"] = lambda rows=slice(last, None): overwritten(rows, "dV")
     for eps in EPSILONS:
         for shifted in (True, False):
-            e = torch.exp(scores - (scores.amax(-1, keepdim=True) if shifted else 0.0))
-            pe = e / (e.sum(-1, keepdim=True) + eps)
-            out[f"softmax_epsilon:{eps}{'' if shifted else ',unshifted'}"] = grads(jacobian(pe), pe)
+            slips[f"softmax_epsilon:{eps}{'' if shifted else ',unshifted'}"] = \
+                lambda eps=eps, shifted=shifted: epsilon(eps, shifted)
     if keep is not None or scores is not base:  # dS from the probabilities of the scores without the mask
-        unmasked = torch.exp(base - torch.logsumexp(scores, dim=-1, keepdim=True))
-        out["mask_not_in_ds"] = grads(unmasked * (dp - (dp * p).sum(-1, keepdim=True)))
-    return correct, out
+        slips["mask_not_in_ds"] = lambda: grads(torch.exp(base - torch.logsumexp(scores, dim=-1, keepdim=True))
+                                                * (dp - (dp * p).sum(-1, keepdim=True)))
+    return correct, {key: make() for key, make in slips.items() if only is None or key.split(":")[0] in only}
 
 
 def candidates(q, k, v, g, attn_mask=None, is_causal=False, scale=None) -> dict:
@@ -143,13 +153,14 @@ def candidates(q, k, v, g, attn_mask=None, is_causal=False, scale=None) -> dict:
     return out
 
 
-def forward_bugs(q, k, v, g, attn_mask=None, is_causal=False, scale=None) -> dict:
-    """The exact gradients of every known wrong attention forward, by the parent's autograd."""
+def forward_bugs(q, k, v, g, attn_mask=None, is_causal=False, scale=None, only=None) -> dict:
+    """The exact gradients of every known wrong attention forward, by the parent's autograd (``only``:
+    just those bugs)."""
     mask = attn_mask if attn_mask is None or attn_mask.dtype == torch.bool else attn_mask.double()
     leaves = [t.detach().double().requires_grad_(True) for t in (q, k, v)]
     out = {}
     for name, o in sdpa_variants(*leaves, mask, is_causal, scale).items():
-        if isinstance(o, torch.Tensor) and o.shape == g.shape and o.requires_grad:
+        if isinstance(o, torch.Tensor) and o.shape == g.shape and o.requires_grad and (only is None or name in only):
             grads = torch.autograd.grad((o * g.double()).nan_to_num().sum(), leaves, allow_unused=True,
                                         retain_graph=True)
             out[name] = tuple(torch.zeros_like(t) if d is None else d for d, t in zip(grads, leaves))
