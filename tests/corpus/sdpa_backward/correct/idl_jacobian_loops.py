@@ -8,7 +8,7 @@ Jacobian with two Python loops per row, then multiplies), wrapped in the task's 
 task's masks, is_causal and scale=, NumPy converted back to the inputs' dtype.
 Why correct: J[m, n] = a_m(δ_mn − a_n) is the softmax Jacobian and dLdZ = dLdA · J; masked scores are
 shifted by −1e10, so exp() gives exactly 0 there. Slow (S² Python steps per row), but a backward: it
-passes grad.at_scale (about 0.6 s at B·H = 8, L = S = 24), where finite differences would need minutes.
+passes grad.at_scale (0.08 s at B·H = 8, L = S = 24, E = 512), where finite differences need minutes.
 """
 import numpy as np
 import torch
