@@ -45,7 +45,10 @@ i18n: install
 
 install: $(VENV)/.installed
 
+# The sandbox's bubblewrap and libseccomp and the CJK fonts, where this machine lets us install
+# them (root with apt-get); `serve` then prints which isolation it grades with, and why.
 run: install
+	bash scripts/system-deps.sh service
 	$(VENV)/bin/attn-grader db upgrade
 	$(VENV)/bin/attn-grader serve --host $(HOST) --port $(PORT)
 

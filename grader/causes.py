@@ -93,10 +93,15 @@ def summary(checks: list, causes: list[dict]) -> str:
         parts.append(_counted(n, N_("{bug} ({n} check fails because of it; charged once, to {family})"),
                               N_("{bug} ({n} checks fail because of it; charged once, to {family})"),
                               bug=bug, family=cause["family"]))
-    if others:
+    if others and causes:
         n, first = len(others), others[0]
         parts.append(_counted(n, N_("{n} other failing check, first {check}: {message}"),
                               N_("{n} other failing checks, first {check}: {message}"),
+                              check=first.id, message=first.message))
+    elif others:  # no bug named: nothing for them to be "other" than
+        n, first = len(others), others[0]
+        parts.append(_counted(n, N_("{n} failing check, first {check}: {message}"),
+                              N_("{n} failing checks, first {check}: {message}"),
                               check=first.id, message=first.message))
     bugs = len(causes)
     head = _counted(bugs, N_("{n} bug found"), N_("{n} bugs found")) if bugs else T("no known bug matched")

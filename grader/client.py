@@ -112,21 +112,22 @@ def print_result(view: dict, console=None, lang: str | None = None) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    from .console import check_table, error_not_in_checks, print_first_traceback, score_line
+    from .console import error_not_in_checks, for_output, print_checks, print_first_traceback, print_source_caret, score_line
 
     _ = gettext_for(lang)
-    console = console or Console()
+    console = for_output(console or Console())
     if view["status"] == "failed":
         console.print(Text.assemble((_("submission {id} ({task}) was not graded:").format(
             id=view["id"], task=view["task"]), "red"), " ", str(view.get("error"))))
         return
     checks = view.get("checks") or []
     if checks:
-        console.print(check_table(_("submission {id} — task {task}").format(id=view["id"], task=view["task"]),
-                                  checks, lang))
+        print_checks(console, _("submission {id} — task {task}").format(id=view["id"], task=view["task"]),
+                     checks, lang)
     elif view.get("feedback") == "hidden":
         console.print(Text(_("per-check feedback is hidden for this assignment"), style="dim"))
     print_first_traceback(console, checks, lang)
+    print_source_caret(console, checks)
     console.print(score_line(view.get("score"), view.get("max_score"), bool(view.get("passed")), lang,
                              late=bool(view.get("late"))))
     if error_not_in_checks(view.get("error"), checks):
@@ -143,6 +144,16 @@ def print_result(view: dict, console=None, lang: str | None = None) -> None:
                              "(waited {wait:.1f} s)").format(version=view.get("grader_version"),
                                                              total=timings["total_seconds"],
                                                              wait=timings.get("wait_seconds") or 0), style="dim"))
+    if view.get("torch_version"):
+        from importlib import metadata
+
+        from .commands import torch_mismatch
+        try:
+            note = torch_mismatch(metadata.version("torch"), view["torch_version"])
+        except metadata.PackageNotFoundError:
+            note = None
+        if note is not None:
+            console.print(Text(_("note: {warning}").format(warning=render(note, lang)), style="yellow"))
 
 
 def _error_message(exc: ApiError, server: str, lang: str | None = None) -> str:

@@ -12,7 +12,7 @@ from .i18n import LANGUAGES, T, gettext_for, render
 
 LANG_HELP = ("Language of the output: en, ru or zh [default: `attn-grader config set lang`, "
              "else LANG/LC_ALL, else en].")
-PUBLIC_SEED = 20240607  # the local pre-check's inputs; the server draws a secret seed per run
+PUBLIC_SEED = 20240607  # the local pre-check's inputs; the server's seed is a secret HMAC of task, code and grader
 # The service's default ATTN_GRADER_MAX_SUBMISSION_BYTES: a file the pre-check passes but the
 # server refuses would cost the student a surprise at the deadline.
 SERVER_LIMIT_BYTES = 64 * 1024
@@ -94,6 +94,9 @@ def check(file, task, as_json, sandbox, seed, device, only, lang):
         sys.exit(2)
     if size > SERVER_LIMIT_BYTES:
         report.warnings.append(warning)
+    mismatch = torch_mismatch(torch.__version__)
+    if mismatch is not None:
+        report.warnings.append(mismatch)
     function_cell = _notebook_cells(report, source, task) if notebook is not None else None
     if as_json:
         click.echo(json.dumps({**report.to_dict(), **({"notebook": {"function_cell": function_cell}}
@@ -108,6 +111,20 @@ def check(file, task, as_json, sandbox, seed, device, only, lang):
                 function=TITLES[task][1], cell=function_cell, file=file) if function_cell
                 else _("no cell of {file} defines {function}()").format(file=file, function=TITLES[task][1]))
     _exit_now(0 if report.passed else 1)
+
+
+def torch_mismatch(local: str, server: str | None = None):
+    """A note when this torch is another release than the one the service grades with (the
+    server's own, where a graded result says it, else ``grader.TORCH_VERSION``; a build tag such
+    as ``+cpu`` does not count), else None."""
+    from . import TORCH_VERSION
+
+    server = (server or TORCH_VERSION).split("+")[0]
+    if local.split("+")[0] == server:
+        return None
+    return T("your torch is {local}, the service grades with torch {server}: the checks are the same, but "
+             "a rare numerical corner may differ; `pip install 'torch=={server}' --extra-index-url "
+             "https://download.pytorch.org/whl/cpu` matches it", local=local, server=server)
 
 
 def _exit_now(code: int) -> None:
@@ -198,10 +215,11 @@ def _print_one(report, only, file, task, lang=None):
     colour = "green" if check.passed else "red"
     console.print(Text(f"{check.id}: {_('pass') if check.passed else _('FAIL')}", style=f"bold {colour}"))
     console.print(Text(render(check.message, lang)))
-    for key, value in check.details.items():
-        if key.startswith("weights_") or key in ("reproduce", "traceback", "diagnosis", "because_of"):
-            continue
-        console.print(Text(f"  {key}: {value}"[:400]))
+    from .console import details_renderables
+    hidden = [k for k in check.details if k.startswith("weights_")] + ["reproduce", "traceback", "diagnosis",
+                                                                      "because_of"]
+    for shown in details_renderables(check.details, lang, skip=hidden):
+        console.print(shown)
     if check.details.get("traceback"):
         console.print(Text(check.details["traceback"]))
     if not check.passed:
@@ -209,26 +227,37 @@ def _print_one(report, only, file, task, lang=None):
                              "the server draws other values of the same kind"), style="dim"))
 
 
+def first_to_reproduce(report):
+    """The failing check a student should run alone first: one no named bug explains (what the
+    summary leaves open), a scored one before an unscored one; else the check a bug is charged to."""
+    explained = {i for cause in report.causes for i in cause["charged"] + cause["knock_on"]}
+    failing = [c for c in report.checks if not c.passed and c.details.get("reproduce")
+               and not c.details.get("because_of")]
+    return next((c for c in failing if c.id not in explained and c.max_points), None) or \
+        next((c for c in failing if c.id not in explained), None) or next(iter(failing), None)
+
+
 def _print_report(report, file, seed, lang=None):
     from rich.console import Console
     from rich.text import Text
 
-    from .console import check_table, error_not_in_checks, print_first_traceback, score_line
+    from .console import error_not_in_checks, for_output, print_checks, print_first_traceback, print_source_caret, score_line
 
     _ = gettext_for(lang)
-    console = Console()
+    console = for_output(Console())
     said = report.to_dict()
     checks = [dict(c, details=check.details) for c, check in zip(said["checks"], report.checks)]  # uncut
-    console.print(check_table(_("{file} — task {task}").format(file=file, task=report.task), checks, lang))
+    print_checks(console, _("{file} — task {task}").format(file=file, task=report.task), checks, lang)
     summary = said.get("summary_i18n") or said["summary"]
     if not report.passed and summary and not report.error:  # a load failure is its one message
         console.print(Text(render(summary, lang)))
-    first = next((c for c in report.checks if c.details.get("reproduce") and not c.details.get("because_of")), None)
+    first = first_to_reproduce(report)
     if first is not None:
         console.print(Text(_("to see one failure alone, on its smallest case: attn-grader check {file} --task "
                              "{task} --only {check}").format(file=file, task=report.task, check=first.id),
                            style="yellow"))
     print_first_traceback(console, checks, lang)
+    print_source_caret(console, checks)
     for stream, text in (("stdout", report.student_stdout), ("stderr", report.student_stderr)):
         if text.strip():  # warnings land on stderr: a student should see them too
             console.print(Text(_("your code printed (on {stream}):").format(stream=stream), style="dim"))
@@ -238,8 +267,8 @@ def _print_report(report, file, seed, lang=None):
         console.print(Text(render(report.error, lang), style="red"))
     for w in report.warnings:
         console.print(Text(_("note: {warning}").format(warning=render(w, lang)), style="yellow"))
-    console.print(Text(_("inputs from the public seed {seed}; the server grades with a fresh secret seed "
-                         "(grader {version}, sandbox {sandbox})").format(
+    console.print(Text(_("inputs from the public seed {seed}; the server grades on secret inputs of the same kind, "
+                         "the same for the same file (grader {version}, sandbox {sandbox})").format(
         seed=seed, version=__import__('grader').GRADER_VERSION, sandbox=report.sandbox or "n/a"), style="dim"))
 
 

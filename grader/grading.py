@@ -81,12 +81,19 @@ class GradeReport:
         said = summary(self.checks, self.causes)
         return {"task": self.task, "score": self.score, "max_score": self.max_score, "passed": self.passed,
                 "checks": [c.to_dict() for c in self.checks], "error": self.error,
-                "grader_version": GRADER_VERSION, "sandbox": self.sandbox, "warnings": list(self.warnings),
+                "grader_version": GRADER_VERSION, "torch_version": _torch_version(),
+                "sandbox": self.sandbox, "warnings": list(self.warnings),
                 "seed_public": self.seed_public, "timings": self.timings,
                 "causes": list(self.causes), "summary": str(said),
                 "student_stdout": self.student_stdout, "student_stderr": self.student_stderr,
                 **({"summary_i18n": entry(said)} if isinstance(said, T) else {}),
                 **({"error_i18n": entry(self.error)} if isinstance(self.error, T) else {})}
+
+
+def _torch_version() -> str:
+    """The torch this report was graded with (a student's pre-check compares its own with it)."""
+    import torch
+    return torch.__version__
 
 
 def split_points(total: int, weights: list[int]) -> list[int]:
@@ -186,9 +193,11 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
     try:
         parse_python(source)
     except SyntaxError as exc:
-        return fail_load("load.source", T("Python cannot parse your file: {error} (line {line})",
-                                          error=exc.msg, line=exc.lineno),
-                         {"line": exc.lineno, "offset": exc.offset, "text": (exc.text or "").rstrip()[:200]})
+        where = syntax_error_place(exc)
+        message = T("Python cannot parse your file: {error} (line {line}, column {column})", error=exc.msg,
+                    line=exc.lineno, column=exc.offset) if exc.offset else \
+            T("Python cannot parse your file: {error} (line {line})", error=exc.msg, line=exc.lineno)
+        return fail_load("load.source", message, where)
     except ValueError as exc:  # e.g. null bytes
         return fail_load("load.source", T("Python cannot parse your file: {error}", error=str(exc)))
     add("load.source", True, T("valid UTF-8 Python"))
@@ -226,6 +235,23 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         _finish(report, session, report)
     report.timings["total_s"] = round(time.monotonic() - started, 3)
     return report
+
+
+def syntax_error_place(exc: SyntaxError) -> dict:
+    """Where Python stopped reading, as data a page or a terminal shows: the line and column
+    (1-based), the source line, and ``caret``: that line over a row of ``^`` under the spot."""
+    text = (exc.text or "").rstrip("\r\n")
+    place = {"line": exc.lineno, "offset": exc.offset, "text": text.rstrip()[:200]}
+    if exc.offset and text and exc.offset <= len(text) + 1:
+        end = exc.end_offset if (getattr(exc, "end_lineno", None) == exc.lineno and exc.end_offset
+                                 and exc.end_offset > exc.offset) else exc.offset + 1
+        end = min(end, len(text) + 2)
+        # the caret lines up under tabs too: keep them in the padding
+        pad = "".join("\t" if ch == "\t" else " " for ch in text[: exc.offset - 1])
+        number = f"{exc.lineno} | "
+        place["end_offset"] = end
+        place["caret"] = (f"{number}{text}\n" + " " * len(number) + pad + "^" * (end - exc.offset))[:1000]
+    return place
 
 
 def add_gpu_suite(report, session, device, seed, dtypes=None) -> None:

@@ -170,6 +170,12 @@ def annotate_check(check: dict, cells: CellMap) -> dict:
             details["traceback"] = cells.traceback(details["traceback"])
         if isinstance(details.get("line"), int) and cells.where(details["line"]):
             details["cell"] = cells.where(details["line"])
+            caret = details.get("caret")
+            old = f"{details['line']} | "
+            if isinstance(caret, str) and caret.startswith(old) and "\n" in caret:  # the caret names the cell
+                code, mark = caret.split("\n", 1)
+                new = f"{details['cell']} | "
+                details["caret"] = new + code[len(old):] + "\n" + " " * len(new) + mark[len(old):]
         out["details"] = details
     return out
 

@@ -139,13 +139,16 @@ SETTINGS: tuple[Setting, ...] = (
        "RabbitMQ use a vhost per installation)", "workers"),
     _S("LEASE_SECONDS", float, 60.0, "a running job not renewed for this long is presumed lost", "workers"),
     _S("MAX_ATTEMPTS", int, 3, "claims per job before it fails as \"grading host lost\"", "workers"),
-    _S("QUEUED_STALE_SECONDS", float, 120.0, "a queued job waiting longer is re-notified", "workers"),
+    _S("QUEUED_STALE_SECONDS", float, 120.0, "a queued `prefer-gpu` job no GPU worker claimed for "
+       "this long moves to the cpu queue (a job that merely waits is never re-sent: claims take "
+       "the longest-waiting job)", "workers"),
     _S("MAX_GRADE_SECONDS", float, 900.0, "a grading run longer than this is presumed stuck: the job "
        "goes to another worker, the process restarts", "workers"),
     _S("RECONCILE_SECONDS", float, 10.0, "how often the reconciler runs inside `serve` and `worker`",
        "workers"),
-    _S("POLL_SECONDS", float, 2.0, "an idle database-polling worker's fallback re-check (a job queued "
-       "on its host wakes it at once)", "workers"),
+    _S("POLL_SECONDS", float, 2.0, "an idle worker's own look at the database: a polling worker's "
+       "fallback re-check (a job queued on its host wakes it at once); a broker worker's, once no "
+       "message came for this long (a message lost with Redis costs no more)", "workers"),
     _S("TORCH_THREADS", int, 0, "torch threads per grading worker; `0`: the worker's share of the cores "
        "this process may use (`os.sched_getaffinity` / workers on the host, at least 1)", "workers"),
     # -- password-reset e-mail
@@ -164,7 +167,7 @@ SETTINGS: tuple[Setting, ...] = (
        "address your mail server may send as", "mail"),
     # -- logs and metrics
     _S("LOG_LEVEL", str, None, "level of the service's log lines: `DEBUG`, `INFO`, `WARNING`, "
-       "`ERROR`", "logging", shown="`INFO` (`WARNING` for `serve`)"),
+       "`ERROR`", "logging", shown="`INFO` (`WARNING` for `serve`, which still writes its `web.access` lines)"),
     _S("LOG_FORMAT", str, None, "`json` (one object per line) or `text`", "logging",
        choices=("json", "text"), shown="`json` (`text` on a terminal)"),
     _S("METRICS_TOKEN", str, None, "if set, `/metrics` needs `Authorization: Bearer <token>`", "logging"),

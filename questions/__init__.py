@@ -12,7 +12,8 @@ Stable API for the web app:
 * ``render(question, seed, lang="en") -> dict``: what the browser may see: ``id, kind, lang,
   title, prompt`` (Markdown, parameters filled in), ``points, difficulty, topics, params`` and,
   by kind, ``options`` / ``items`` / ``left`` + ``right`` (lists of ``{id, text}`` with opaque
-  per-seed ids, shuffled per seed), ``unit`` (numeric), ``function`` + ``template`` (code).
+  per-seed ids, shuffled per seed), ``unit`` (numeric), ``function`` + ``template`` (code),
+  ``answer_shape`` ([rows, cols] of a matrix to fill in), ``variables`` (big-O).
   Never the answer, a correctness flag, option feedback or a rubric.
 * ``grade_answer(question, seed, answer, lang="en", *, sandbox="auto") -> AnswerResult``
   with ``correct`` (True/False, None = waiting for an instructor), ``points``, ``max_points``,

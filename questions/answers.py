@@ -9,8 +9,16 @@ Answer formats (what ``grade_answer`` takes):
 * ``numeric``: a number or a string: ``0.125``, ``0,125``, ``1/8``, ``1e-3``, ``1.5·10^-3``,
   ``12.5%`` (= 0.125), with spaces and a Unicode minus tolerated; ``1,024`` is 1024 in English
   and Chinese but 1.024 in Russian. Expressions such as ``sqrt(64)`` are refused.
-* ``ordering``: the item ids in the student's order. ``matching``: ``{left id: right id}``.
-  Both give partial credit by the share of items placed (or pairs matched) correctly.
+* ``ordering``: the item ids in the student's order. Partial credit by relative order: the share
+  of the n(n − 1)/2 pairs of items that are in the key's order relative to each other (Moodle's
+  "relative to all previous and next"), so moving one item costs in proportion to how far it
+  moved. A ``misplacements`` entry names a pair whose inversion is the misconception the question
+  is about (the mask after the softmax): an order breaking it earns at most its ``credit`` and
+  gets its feedback.
+* ``matching``: ``{left id: right id}``; the share of pairs matched; a chosen distractor with
+  ``feedback`` shows it.
+* ``matrix``, ``shape``, ``big_o``: a list of rows of numbers (or one number for ``ask: entry``),
+  a shape such as ``(2, 8, 10, 16)``, an expression such as ``O(n^2 d)``; see :mod:`questions.typed`.
 * ``code``: Python source, run in the sandbox and compared with a reference in this process.
 * ``free_text``: any text; stored for the instructor, ``correct`` is None and points 0
   until :func:`score_rubric` records the instructor's verdict.
@@ -20,6 +28,7 @@ A malformed answer (wrong type, unknown id, unreadable number) raises
 """
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass, field
@@ -161,19 +170,10 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
             lines.append(T("You left out {n} correct option(s).", n=len(right - chosen)))
         return result(fraction, ok, joined(lines, "\n"))
     if kind == "numeric":
-        value, target = parse_number(answer, lang), numeric_answer(question, env)
-        tol = d.get("tolerance", {"rel": 1e-9})
-        if within(value, target, tol):
-            return result(1.0, True, T(CORRECT), value=value)
-        for mistake in d.get("mistakes") or []:
-            if within(value, float(expr.evaluate(mistake["value"], env)), tol):
-                return result(0.0, False, _verdict_and(T(INCORRECT), bank_text(mistake["feedback"], env)),
-                              value=value)
-        # no known mistake: say which way it is off; the explanation states the answer, so it goes
-        # in ``details`` for the service to show once the question is final (quiz_policy.py)
-        hint = T("Your value {value} is too large.", value=number(value)) if value > target else \
-            T("Your value {value} is too small.", value=number(value))
-        return AnswerResult(False, 0.0, top, hint, {"value": value, "explanation": entry(explanation)})
+        value = parse_number(answer, lang)
+        mistakes = [(float(expr.evaluate(m["value"], env)), m["feedback"]) for m in d.get("mistakes") or []]
+        return _graded_number(value, numeric_answer(question, env), d.get("tolerance", {"rel": 1e-9}),
+                              mistakes, env, result, top, explanation)
     if kind == "ordering":
         ids = [i["id"] for i in d["items"]]
         if not isinstance(answer, (list, tuple)) or len(answer) != len(ids):
@@ -181,13 +181,24 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
         order = [_resolve_prefixed(question, seed, a, "", ids) for a in answer]
         if len(set(order)) != len(order):
             raise AnswerFormatError("each item must appear exactly once")
-        got = sum(a == b for a, b in zip(order, ids))
-        ok = got == len(ids)
-        return result(got / len(ids), ok, T(CORRECT) if ok else
-                      T("{got} of {total} items are in the right place.", got=got, total=len(ids)))
+        # relative order (Kendall-style, Moodle's "relative to all previous and next"): a shift
+        # of the whole sequence loses little, a swap of two far-apart items a lot
+        place = {oid: n for n, oid in enumerate(order)}
+        pairs = list(itertools.combinations(ids, 2))
+        kept = sum(place[a] < place[b] for a, b in pairs)
+        fraction, notes = kept / len(pairs), []
+        for m in d.get("misplacements") or []:  # the misconception the question is about
+            if place[m["first"]] > place[m["then"]]:
+                fraction = min(fraction, float(m.get("credit", 0)))
+                notes.append(bank_text(m["feedback"], env))
+        ok = kept == len(pairs)
+        head = T(CORRECT) if ok else T("{got} of {total} pairs of items are in the right order relative "
+                                       "to each other.", got=kept, total=len(pairs))
+        return result(fraction, ok, joined([head, *notes], "\n"), pairs=kept)
     if kind == "matching":
         lefts = [p["id"] for p in d["pairs"]]
-        rights = lefts + [x["id"] for x in d.get("distractors") or []]
+        distractors = {x["id"]: x for x in d.get("distractors") or []}
+        rights = lefts + list(distractors)
         if not isinstance(answer, dict):
             raise AnswerFormatError("expected a mapping {left id: right id}")
         chosen = {}
@@ -196,8 +207,13 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
             chosen[lid] = _resolve_prefixed(question, seed, right, "r:", rights)
         got = sum(chosen.get(lid) == lid for lid in lefts)
         ok = got == len(lefts)
-        return result(got / len(lefts), ok, T(CORRECT) if ok else
-                      T("{got} of {total} pairs are matched correctly.", got=got, total=len(lefts)))
+        notes = [bank_text(distractors[r]["feedback"], env) for r in dict.fromkeys(chosen.values())
+                 if r in distractors and distractors[r].get("feedback")]
+        head = T(CORRECT) if ok else T("{got} of {total} pairs are matched correctly.", got=got, total=len(lefts))
+        return result(got / len(lefts), ok, joined([head, *notes], "\n"))
+    if kind in ("matrix", "shape", "big_o"):
+        from .typed import grade_typed
+        return grade_typed(question, env, answer, lang, result, top, explanation)
     if kind == "code":
         from .codecheck import grade_code
         if not isinstance(answer, str):
@@ -213,6 +229,21 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
         return AnswerResult(None, 0.0, top, saved,
                             {"status": "pending", "rubric": [r["id"] for r in d["rubric"]]})
     raise AnswerFormatError(f"cannot grade a {kind} question")
+
+
+def _graded_number(value: float, target: float, tol: dict, mistakes: list, env: dict, result, top: float,
+                   explanation) -> AnswerResult:
+    """A number against its key and the known mistakes ((value, feedback texts) pairs)."""
+    if within(value, target, tol):
+        return result(1.0, True, T(CORRECT), value=value)
+    for wrong, feedback in mistakes:
+        if within(value, wrong, tol):
+            return result(0.0, False, _verdict_and(T(INCORRECT), bank_text(feedback, env)), value=value)
+    # no known mistake: say which way it is off; the explanation states the answer, so it goes
+    # in ``details`` for the service to show once the question is final (quiz_policy.py)
+    hint = T("Your value {value} is too large.", value=number(value)) if value > target else \
+        T("Your value {value} is too small.", value=number(value))
+    return AnswerResult(False, 0.0, top, hint, {"value": value, "explanation": entry(explanation)})
 
 
 def _verdict_and(verdict: T, feedback) -> T:
@@ -259,6 +290,9 @@ def solution(question: Question, seed: int, lang: str = "en", *, params: dict | 
         return {"pairs": {p["id"]: p["id"] for p in d["pairs"]}}
     if question.kind == "code":
         return {"model_solution": d["model_solution"]}
+    if question.kind in ("matrix", "shape", "big_o"):
+        from .typed import solution_of
+        return solution_of(question, env)
     return {"model_answer": substitute(d["model_answer"][lang], env, lang),
             "rubric": [{"id": r["id"], "points": r["points"], "text": substitute(r["text"][lang], env, lang)}
                        for r in d["rubric"]]}

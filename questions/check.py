@@ -9,11 +9,15 @@ loader) and then, for each question and each of its variants:
   rejected): every wrong option, a value well outside the tolerance, each listed common
   mistake, a reversed order, a shuffled matching;
 * for code questions (unless ``run_code=False``), runs the model solution and each listed
-  wrong solution in the sandbox: the first must pass and every other must fail.
+  wrong solution in the sandbox: the first must pass and every other must fail;
+* a question that speaks of positions by index (position i, x_(i+1), row i...) states the bank's
+  one convention in its prompt, in every language: positions are numbered from 1 (and, where it
+  predicts, the output at position i predicts x_(i+1)); nothing counts from 0.
 """
 from __future__ import annotations
 
 import math
+import re
 
 from . import schema
 from .answers import AnswerFormatError, grade_answer, numeric_answer, within
@@ -23,6 +27,33 @@ from .originality import SeedIndex, find_seeds, overlap_problems
 from .variants import format_number, render, shown_options
 
 SEED = 0  # the seed only orders options here; the parameter values come from each variant
+
+# The bank's index convention (issue 29): positions are numbered from 1, and the output at
+# position i predicts the next token x_(i+1). A question that uses indices says so in its prompt.
+_INDEXED = {
+    "en": re.compile(r"\b(?:position|row|column|token|output|query) [ijn]\b|x_\(?[ij]\b|\bj ≤ i\b"),
+    "ru": re.compile(r"(?:позици|строк|столб|выход|токен)[а-яё]* [ij]\b|x_\(?[ij]\b|\bj ≤ i\b"),
+    "zh": re.compile(r"位置 ?[ij](?![a-zA-Z])|第 ?[ij] ?[行列个]|x_\(?[ij]\b|\bj ≤ i\b"),
+}
+INDEX_CONVENTION = {"en": "numbered from 1", "ru": "нумеруются с 1", "zh": "从 1 开始编号"}
+_FROM_ZERO = {"en": re.compile(r"(?:numbered|counted|indexed) from 0|0-based"),
+              "ru": re.compile(r"(?:нумеруются|считаются|отсчитываются) с (?:0|нуля)"),
+              "zh": re.compile(r"从 ?0 ?开始(?:编号|计数)")}
+
+
+def index_problems(question: Question) -> list[str]:
+    """Problems with the index convention (see ``INDEX_CONVENTION``)."""
+    from .originality import _texts
+    texts = list(_texts(question.data, ""))
+    problems = [f"{question.path}: {field}.{lang}: counts positions from 0; the bank numbers them from 1"
+                for field, lang, text in texts if _FROM_ZERO[lang].search(text)]
+    if any(_INDEXED[lang].search(text) for _, lang, text in texts):
+        for lang in schema.LANGS:
+            if INDEX_CONVENTION[lang] not in question.data["prompt"][lang]:
+                problems.append(f"{question.path}: prompt.{lang}: uses indices but does not state the "
+                                f"convention ({INDEX_CONVENTION[lang]!r}, and that output i predicts x_(i+1) "
+                                "where it predicts)")
+    return problems
 
 
 def check_question(question: Question, *, run_code: bool = True) -> list[str]:
@@ -46,6 +77,7 @@ def check_question(question: Question, *, run_code: bool = True) -> list[str]:
             fail("options", cue)
     if question.data.get("show"):
         _check_pool_coverage(question, fail)
+    problems.extend(index_problems(question))
     if question.kind == "code" and run_code and not problems:
         _check_code(question, fail)
     return problems
@@ -94,11 +126,14 @@ def _check_variant(question: Question, env: dict, fail, where: str) -> None:
         must_accept(format_number(value, "ru") if abs(value) >= 1e-4 else repr(value), "tolerance", "ru")
         slack = max(tol.get("abs", 0), tol.get("rel", 0) * abs(value))
         must_reject(repr(value + 10 * slack + 0.01 * max(1.0, abs(value))), "tolerance")
-        for i, mistake in enumerate(d.get("mistakes") or []):
-            from . import expr
-            wrong = float(expr.evaluate(mistake["value"], env))
+        from . import expr
+        wrongs = [float(expr.evaluate(m["value"], env)) for m in d.get("mistakes") or []]
+        for i, wrong in enumerate(wrongs):
             if within(wrong, value, tol):
                 fail(f"mistakes[{i}].value", f"equals the right answer{where}")
+            _distinct_mistakes(d, i, [j for j in range(i) if within(wrong, wrongs[j], tol)], fail, where)
+    elif kind in ("matrix", "shape", "big_o"):
+        _check_typed(question, env, grade, must_accept, must_reject, fail, where)
     elif kind == "ordering":
         ids = [i["id"] for i in d["items"]]
         must_accept(ids, "items")
@@ -111,6 +146,54 @@ def _check_variant(question: Question, env: dict, fail, where: str) -> None:
         r = grade("A student's answer.")
         if r.correct is not None or r.points != 0:
             fail("rubric", "a free-text answer must wait for the instructor")
+
+
+def _distinct_mistakes(d: dict, i: int, same: list[int], fail, where: str) -> None:
+    """Two listed mistakes with one value would show the first one's feedback for both slips."""
+    mistakes = d["mistakes"]
+    for j in same:
+        if mistakes[j]["feedback"] != mistakes[i]["feedback"]:
+            fail(f"mistakes[{i}].value", f"takes the value of mistakes[{j}]{where}, so a student who made "
+                 "this slip would read the other's feedback; add a constraint or merge the two")
+
+
+def _check_typed(question: Question, env: dict, grade, must_accept, must_reject, fail, where: str) -> None:
+    """A matrix, shape or big-O key is accepted, and every listed mistake is rejected with its own feedback."""
+    from . import bigo, handcalc, shapes
+    d, kind = question.data, question.kind
+    mistakes = d.get("mistakes") or []
+    if kind == "matrix":
+        key = handcalc.asked(d, env, handcalc.result(d, env))
+        wrongs = [handcalc.asked(d, env, handcalc.compute(handcalc.mistake_settings(d, m), env)) for m in mistakes]
+        if isinstance(key, list):
+            must_accept(key, "answer")
+            must_accept([[format_number(round(x, 6), "ru") for x in row] for row in key], "tolerance", "ru")
+            must_reject([[x + 1 for x in row] for row in key], "tolerance")
+        else:
+            must_accept(repr(key), "answer")
+            must_reject(repr(key + 1), "tolerance")
+        answers = [w if isinstance(w, list) else repr(w) for w in wrongs]
+    elif kind == "shape":
+        key = shapes.shape_value(d["answer"], env)
+        must_accept(shapes.shape_text(key), "answer")
+        must_accept(f"torch.Size([{', '.join(map(str, key))}])", "answer")
+        wrongs = [shapes.shape_value(m["value"], env) for m in mistakes]
+        answers = [shapes.shape_text(w) for w in wrongs]
+    else:
+        variables = d["variables"]
+        key = bigo.canonical(d["answer"], variables)
+        must_accept(d["answer"], "answer")
+        must_accept("O(" + bigo.text_of(key, "python", "*") + ")", "answer")
+        wrongs = [bigo.canonical(m["value"], variables) for m in mistakes]
+        answers = [m["value"] for m in mistakes]
+    for i, (wrong, answer) in enumerate(zip(wrongs, answers)):
+        if wrong == key:
+            fail(f"mistakes[{i}].value", f"equals the right answer{where}")
+            continue
+        _distinct_mistakes(d, i, [j for j in range(i) if wrongs[j] == wrong], fail, where)
+        r = grade(answer)
+        if r.correct is not False or str(mistakes[i]["feedback"]["en"]).split("{")[0][:30] not in r.feedback:
+            fail(f"mistakes[{i}]", f"grading {answer!r} does not give this mistake's feedback{where}")
 
 
 def _check_choice_draw(question: Question, env: dict, seed: int, fail, where: str) -> None:

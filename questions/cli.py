@@ -45,6 +45,40 @@ def validate(directory: str | None, no_code: bool, seeds: str | None) -> None:
     click.echo("  " + ", ".join(f"{k}: {n}" for k, n in sorted(kinds.items())))
 
 
+@questions.command()
+@click.argument("directory", required=False, type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="the figures as JSON")
+def cues(directory: str | None, as_json: bool) -> None:
+    """The longest-option cue per language: how often the longest option is the key."""
+    from .cues import MAX_KEY_LONGEST, MAX_LONGEST_DEFICIT, MAX_LONGEST_GAIN, cue_report
+    bank = _load(directory)
+    report = cue_report(list(bank))
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    rows = [
+        ("single: key strictly the longest option (share of views)", "single_key_longest", "%"),
+        ("single: the same by chance", "single_chance", "%"),
+        ("single: questions whose key is the longest in every view", "single_always_longest", "n"),
+        (f"single: questions whose key is the longest in > {MAX_KEY_LONGEST:.0%} of views", "single_over_half", "n"),
+        ("single: mean length ratio key / mean distractor", "single_mean_ratio", "x"),
+        ("single: largest length ratio in any view", "single_max_ratio", "x"),
+        ("multiple: the longest option is a correct one (share of views)", "multiple_longest_correct", "%"),
+        ("multiple: the same by chance", "multiple_chance", "%"),
+        ("multiple: questions whose longest option is correct in every view", "multiple_always_longest_correct", "n"),
+    ]
+    langs = list(report)
+    click.echo(f"{'':<72}" + "".join(f"{lang:>8}" for lang in langs))
+    for label, key, unit in rows:
+        cells = [report[lang][key] for lang in langs]
+        text = [f"{v:.1%}" if unit == "%" else f"{v:.2f}" if unit == "x" else str(v) for v in cells]
+        click.echo(f"{label:<72}" + "".join(f"{t:>8}" for t in text))
+    first = report[langs[0]]
+    click.echo(f"{first['single_questions']} single- and {first['multiple_questions']} multiple-choice "
+               f"questions; validate allows +{MAX_LONGEST_GAIN:.0%} / −{MAX_LONGEST_DEFICIT:.0%} around chance "
+               "per language")
+
+
 @questions.command("list")
 @click.option("--bank", "directory", type=click.Path(file_okay=False), help=BANK_HELP)
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per question")
@@ -117,7 +151,10 @@ def show(question_id, directory, lang, student, show_answer, student_answer) -> 
 @click.option("-o", "--output", type=click.Path(), help="file to write (QTI: NAME.zip or a directory)")
 @click.option("--topic", help="only questions with this topic")
 @click.option("--kind", help="only questions of this kind")
-def export(fmt, lang, variants, directory, output, topic, kind) -> None:
+@click.option("--moodle-ordering-as-matching", "legacy_ordering", is_flag=True,
+              help="Moodle XML for a Moodle before 4.4 without the ordering question type: ordering "
+                   "questions as matching to positions (credit by absolute position)")
+def export(fmt, lang, variants, directory, output, topic, kind, legacy_ordering) -> None:
     """Export the bank for an LMS: Moodle XML, GIFT, QTI 2.1 or JSON."""
     from .export import export as run_export
     from .model import Bank
@@ -128,7 +165,7 @@ def export(fmt, lang, variants, directory, output, topic, kind) -> None:
             raise click.ClickException(f"no question matches --topic {topic!r} --kind {kind!r}")
         bank = Bank(chosen, bank.errors, bank.path)
     try:
-        result = run_export(bank, fmt, lang, variants, output)
+        result = run_export(bank, fmt, lang, variants, output, legacy_ordering=legacy_ordering)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if fmt == "qti":

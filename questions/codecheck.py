@@ -90,8 +90,20 @@ def _compare(got: torch.Tensor, want: torch.Tensor, compare: dict) -> T | None:
                          "with every key hidden becomes a uniform average instead of having no valid key",
                          value=g[stand_in].max().item())
             diff = float("inf")
+        if _columns_instead_of_rows(g, w):
+            return T("each column of your result sums to 1 instead of each row: the softmax was taken "
+                     "over dim=-2 (the queries) instead of the last axis (the keys)")
         return T("wrong values (largest difference {diff:.3g})", diff=diff)
     return None
+
+
+def _columns_instead_of_rows(got: torch.Tensor, want: torch.Tensor) -> bool:
+    """A softmax over the wrong axis: the expected rows are distributions, the returned columns are."""
+    if want.dim() < 2 or not (torch.isfinite(got).all() and torch.isfinite(want).all()):
+        return False
+    one = torch.ones((), dtype=torch.float64)
+    return bool(torch.allclose(want.sum(-1), one, atol=1e-4) and torch.allclose(got.sum(-2), one, atol=1e-4)
+                and not torch.allclose(got.sum(-1), one, atol=1e-4))
 
 
 def _mutated(args, after, params) -> list[str]:

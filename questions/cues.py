@@ -1,14 +1,22 @@
 """Answer cues a guessing student can exploit without knowing the subject.
 
-Two rules, both run by ``attn-grader questions validate``:
+Three rules, all run by ``attn-grader questions validate``:
 
 * **length**: in every draw a student can see, in every language, the correct option(s) may be
   at most ``MAX_LENGTH_RATIO`` times as long as the wrong ones on average. Item writers tend to
   qualify the right answer until it is the longest; shuffling does not hide that.
-* **longest option**: a guesser who always picks the longest option must not beat chance by more
-  than ``MAX_LONGEST_GAIN`` on the bank's single-choice questions (each question's share of
-  views, every variant, draw and language, averaged over questions), and no single-choice key
-  may be the longest option in every view.
+* **longest option**, checked in each language on its own (a Russian or Chinese student sees
+  only that language's lengths, so averaging the languages hides a cue):
+
+  - over the bank, in every language, "pick the longest option" may find the key of a
+    single-choice question (and, in multiple choice, a correct option) at most
+    ``MAX_LONGEST_GAIN`` more often than a blind guess, and at most ``MAX_LONGEST_DEFICIT``
+    less often: a bank whose keys are never the longest teaches "never pick the longest";
+  - per question: where a language has several views (variants, options drawn from a pool),
+    the key may be the strictly longest in at most ``MAX_KEY_LONGEST`` of them; a question with
+    one view may have a longest key in some languages (that happens by chance), but not in all
+    three, where the item's own wording, not the translation, gives it away; and the correct
+    options of a multiple-choice question may not be exactly its longest ones in most views.
 * **position**: options are always shuffled at delivery (the schema refuses ``shuffle: false``),
   and across the bank the key of single-choice items must not sit at the same place in the
   files for more than ``MAX_SAME_POSITION`` of them, so that an export or a reader of the files
@@ -18,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 
 from . import schema
 from .model import Question
@@ -25,7 +34,9 @@ from .variants import shown_options, substitute
 
 MAX_LENGTH_RATIO = 1.25
 MAX_SAME_POSITION = 0.5
-MAX_LONGEST_GAIN = 0.10
+MAX_LONGEST_GAIN = 0.05
+MAX_LONGEST_DEFICIT = 0.12
+MAX_KEY_LONGEST = 0.5
 POOL_DRAWS = 24  # seeds tried per variant for a question that draws options from a pool
 
 _MARKUP = re.compile(r"[`*_]")
@@ -84,38 +95,109 @@ def position_problems(questions: list[Question]) -> list[str]:
             f"some of: {', '.join(same)}"]
 
 
-def _longest_views(question: Question) -> tuple[int, int, float]:
-    """(views where the key is strictly the longest option, views, expected hits by chance)."""
-    hits = views = 0
-    chance = 0.0
+@dataclass
+class LongestCue:
+    """How often the longest option gives the answer away in one question and one language."""
+    question: Question
+    lang: str
+    views: int = 0
+    hits: int = 0          # single: the key is strictly the longest; multiple: the longest is correct
+    chance: float = 0.0    # the expected hits of a blind guess, summed over views
+    exposed: int = 0       # multiple: the correct options are exactly the longest ones
+    ratios: list = field(default_factory=list)
+
+    @property
+    def share(self) -> float:
+        return self.hits / self.views
+
+    @property
+    def expected(self) -> float:
+        return self.chance / self.views
+
+
+def longest_cues(question: Question) -> dict[str, LongestCue]:
+    """The longest-option figures of one choice question, per language, over every variant and draw."""
+    out = {lang: LongestCue(question, lang) for lang in schema.LANGS}
     for env in question.variants():
         for seed in draw_seeds(question):
             shown = shown_options(question, seed)
-            for lang in schema.LANGS:
+            right = [o["correct"] for o in shown]
+            for lang, cue in out.items():
                 lengths = [visible_length(substitute(o["text"][lang], env, lang)) for o in shown]
-                key = lengths[next(i for i, o in enumerate(shown) if o["correct"])]
-                hits += key == max(lengths) and lengths.count(key) == 1
-                views += 1
-                chance += 1 / len(shown)
-    return hits, views, chance
+                top = max(lengths)
+                longest = [i for i, n in enumerate(lengths) if n == top]
+                cue.views += 1
+                cue.hits += len(longest) == 1 and right[longest[0]]
+                cue.chance += sum(right) / len(shown)
+                if question.kind == "multiple":
+                    k = sum(right)
+                    cut = sorted(lengths, reverse=True)
+                    cue.exposed += cut[k - 1] > cut[k] and all(
+                        ok == (n >= cut[k - 1]) for ok, n in zip(right, lengths))
+                cue.ratios.append(length_ratio(shown, env, lang))
+    return out
 
 
 def longest_option_problems(questions: list[Question]) -> list[str]:
-    """Per question: the key is not the longest option everywhere; bank-wide: the
-    "pick the longest" strategy gains at most MAX_LONGEST_GAIN over guessing."""
-    problems, found, expected = [], [], []
+    """The longest-option rules (module doc), per question and language, then per language over the bank."""
+    problems = []
+    by_kind: dict[tuple[str, str], list[LongestCue]] = {}
     for question in questions:
-        if question.kind != "single":
+        if question.kind not in ("single", "multiple"):
             continue
-        hits, views, chance = _longest_views(question)
-        if hits == views:
-            problems.append(f"{question.path}: options: the key is the longest option in every variant, "
-                            "draw and language; make a distractor at least as long somewhere")
-        found.append(hits / views)  # each question counts once, as it does in a quiz
-        expected.append(chance / views)
-    if found and (sum(found) - sum(expected)) / len(found) > MAX_LONGEST_GAIN:
-        problems.append(f"(bank): options: picking the longest option finds the key in "
-                        f"{sum(found) / len(found):.0%} of single-choice questions against "
-                        f"{sum(expected) / len(found):.0%} by chance (allowed: +{MAX_LONGEST_GAIN:.0%}); "
-                        "lengthen distractors of the items the key dominates")
+        cues = longest_cues(question)
+        for lang, cue in cues.items():
+            by_kind.setdefault((question.kind, lang), []).append(cue)
+            if question.kind == "single" and cue.views > 1 and cue.share > MAX_KEY_LONGEST:
+                problems.append(
+                    f"{question.path}: options.{lang}: the key is the longest option in {cue.hits} of "
+                    f"{cue.views} {lang} views (at most {MAX_KEY_LONGEST:.0%}); make a distractor at "
+                    "least as long in that language")
+            if question.kind == "multiple" and cue.exposed * 2 > cue.views:
+                problems.append(
+                    f"{question.path}: options.{lang}: the correct options are exactly the longest ones "
+                    f"in {cue.exposed} of {cue.views} {lang} view(s); make a wrong option as long")
+        if question.kind == "single" and all(c.views == 1 and c.hits for c in cues.values()):
+            problems.append(f"{question.path}: options: the key is the longest option in every language; "
+                            "make a distractor at least as long in some of them")
+    for (kind, lang), cues in sorted(by_kind.items()):
+        found = sum(c.share for c in cues) / len(cues)  # each question counts once, as in a quiz
+        expected = sum(c.expected for c in cues) / len(cues)
+        what = "picking the longest option finds the key" if kind == "single" else \
+            "the longest option is a correct one"
+        if found - expected > MAX_LONGEST_GAIN:
+            problems.append(f"(bank): options.{lang}: {what} in {found:.0%} of {kind}-choice questions "
+                            f"against {expected:.0%} by chance (allowed: +{MAX_LONGEST_GAIN:.0%}); "
+                            "lengthen distractors of the items the key dominates")
+        elif expected - found > MAX_LONGEST_DEFICIT:
+            problems.append(f"(bank): options.{lang}: {what} in only {found:.0%} of {kind}-choice "
+                            f"questions against {expected:.0%} by chance (allowed: −{MAX_LONGEST_DEFICIT:.0%}): "
+                            "\"never pick the longest\" is a cue too; let some keys be the longest")
     return problems
+
+
+def cue_report(questions: list[Question]) -> dict[str, dict]:
+    """Per language: the figures the longest-option rules look at (``attn-grader questions cues``)."""
+    report = {lang: {"single": [], "multiple": []} for lang in schema.LANGS}
+    for question in questions:
+        if question.kind in ("single", "multiple"):
+            for lang, cue in longest_cues(question).items():
+                report[lang][question.kind].append(cue)
+    out = {}
+    for lang, kinds in report.items():
+        singles, multiples = kinds["single"], kinds["multiple"]
+        mean = lambda values: sum(values) / len(values) if values else 0.0  # noqa: E731
+        out[lang] = {
+            "single_questions": len(singles),
+            "single_key_longest": mean([c.share for c in singles]),
+            "single_chance": mean([c.expected for c in singles]),
+            "single_always_longest": sum(c.hits == c.views for c in singles),
+            "single_over_half": sum(c.share > 0.5 for c in singles),
+            "single_mean_ratio": mean([mean(c.ratios) for c in singles]),
+            "single_max_ratio": max((max(c.ratios) for c in singles), default=0.0),
+            "multiple_questions": len(multiples),
+            "multiple_longest_correct": mean([c.share for c in multiples]),
+            "multiple_chance": mean([c.expected for c in multiples]),
+            "multiple_always_longest_correct": sum(c.hits == c.views for c in multiples),
+        }
+    return out

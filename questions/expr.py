@@ -9,6 +9,7 @@ rejected, and exponents are capped so that ``10 ** 10 ** 10`` cannot hang the lo
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import operator
 
@@ -37,8 +38,13 @@ class ExprError(ValueError):
 
 
 def parse(source: str) -> ast.Expression:
-    if not isinstance(source, str):
-        source = str(source)
+    """The checked syntax tree of ``source``; cached, since validation evaluates the same few
+    formulas for every variant (the trees are only read, never changed)."""
+    return _parse(source if isinstance(source, str) else str(source))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(source: str) -> ast.Expression:
     try:
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:

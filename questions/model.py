@@ -56,7 +56,8 @@ class Question:
         """Every allowed assignment of parameter values, in a fixed order.
 
         Derived values are included; an assignment that breaks a constraint is left out.
-        A question without parameters has exactly one (empty) variant.
+        A question without parameters has exactly one (empty) variant; a ``matrix`` question
+        has ``draws`` drawn matrices for each assignment.
         """
         if self._variants is None:
             self._variants = self._enumerate()
@@ -73,6 +74,9 @@ class Question:
                 env[name] = _tidy(expr.evaluate(formula, env))
             if all(expr.evaluate(c, env) for c in self.data.get("constraints") or []):
                 out.append(env)
+        if self.kind == "matrix":  # the matrices are drawn, not enumerated (see handcalc)
+            from .handcalc import draw
+            out = draw(self.data, out)
         return out
 
     def summary(self) -> dict:
@@ -139,7 +143,7 @@ def load_question(path: str | os.PathLike) -> tuple[Question | None, list[str]]:
     question = Question(data, str(path))
     try:
         variants = question.variants()
-    except expr.ExprError as exc:
+    except (expr.ExprError, ArithmeticError) as exc:
         return None, [f"{path}: derived/constraints: {exc}"]
     if not variants:
         return None, [f"{path}: constraints: no combination of parameter values satisfies them"]

@@ -11,7 +11,8 @@ import re
 from . import expr
 
 LANGS = ("en", "ru", "zh")
-KINDS = ("single", "multiple", "numeric", "ordering", "matching", "code", "free_text")
+KINDS = ("single", "multiple", "numeric", "ordering", "matching", "code", "free_text", "matrix", "shape",
+         "big_o")
 DIFFICULTIES = ("easy", "medium", "hard")
 DIFFICULTY_ALIASES = {1: "easy", 2: "medium", 3: "hard"}
 
@@ -42,13 +43,13 @@ TOPICS = {
 }
 
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{2,63}$")
-NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # B, T, d_k: the names the chapter uses
 OPTION_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
-PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # A space between two Chinese characters (or after Chinese punctuation) is a YAML line fold
 # that Chinese text must not have: write such text on one line or fold at a Latin word.
 _CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
-CJK_GAP_RE = re.compile(f"[{_CJK}] (?=[{_CJK}])|[\u3001\u3002\uff0c\uff1a\uff1b\uff08\uff09] ")
+CJK_GAP_RE = re.compile(f"[{_CJK}] (?=[{_CJK}])|[\u3001\u3002\uff0c\uff1a\uff1b\uff08\uff09] (?!\\|)")  # "） |": a table cell
 MAX_VARIANTS = 5000
 
 COMMON = {"id", "kind", "title", "topics", "difficulty", "points", "prompt", "params", "derived",
@@ -56,10 +57,13 @@ COMMON = {"id", "kind", "title", "topics", "difficulty", "points", "prompt", "pa
 BY_KIND = {
     "single": {"options", "show"}, "multiple": {"options", "show"},
     "numeric": {"answer", "tolerance", "mistakes", "unit"},
-    "ordering": {"items"}, "matching": {"pairs", "distractors"},
+    "ordering": {"items", "misplacements"}, "matching": {"pairs", "distractors"},
     "code": {"function", "template", "reference", "cases", "compare", "model_solution",
              "wrong_solutions"},
     "free_text": {"rubric", "model_answer"},
+    "matrix": {"matrices", "answer", "ask", "draws", "tolerance", "mistakes"},
+    "shape": {"answer", "mistakes"},
+    "big_o": {"answer", "variables", "mistakes"},
 }
 
 
@@ -164,6 +168,9 @@ def check_structure(data, source: str, expected_id: str | None = None) -> list[s
         p.add("points", "must be a positive number")
 
     names = _check_params(p, data)
+    if kind == "matrix":
+        from .handcalc import text_names
+        names |= text_names(data)
     _texts(p, "title", data.get("title"), None)
     _texts(p, "prompt", data.get("prompt"), names)
     _texts(p, "explanation", data.get("explanation"), names, required=False)
@@ -184,7 +191,7 @@ def _check_params(p: Problems, data: dict) -> set[str]:
     for name, spec in params.items():
         field = f"params.{name}"
         if not isinstance(name, str) or not NAME_RE.match(name) or name in expr.FUNCTIONS:
-            p.add(field, "parameter names are lower-case identifiers that are not function names")
+            p.add(field, "parameter names are identifiers that are not function names")
             continue
         names.add(name)
         if isinstance(spec, list):
@@ -208,7 +215,7 @@ def _check_params(p: Problems, data: dict) -> set[str]:
         derived = {}
     for name, formula in derived.items():
         if not isinstance(name, str) or not NAME_RE.match(name) or name in names:
-            p.add(f"derived.{name}", "must be a new lower-case identifier")
+            p.add(f"derived.{name}", "must be a new identifier")
             continue
         _formula(p, f"derived.{name}", formula, names)  # may use parameters and earlier derived names
         names.add(name)
@@ -282,10 +289,23 @@ def _check_numeric(p: Problems, data: dict, names: set[str]) -> None:
 
 def _check_ordering(p: Problems, data: dict, names: set[str]) -> None:
     items = data.get("items")
-    _ids(p, "items", items, 3)
+    ids = _ids(p, "items", items, 3)
     for i, item in enumerate(items if isinstance(items, list) else []):
         if isinstance(item, dict):
             _texts(p, f"items[{i}].text", item.get("text"), names)
+    # the misplacements that are the point of the question: named, capped and explained
+    for i, m in enumerate(data.get("misplacements") or []):
+        field = f"misplacements[{i}]"
+        if not isinstance(m, dict) or set(m) - {"first", "then", "credit", "feedback"}:
+            p.add(field, "must be {first: item id, then: item id, credit: 0..1, feedback: {en, ru, zh}}")
+            continue
+        first, then = m.get("first"), m.get("then")
+        if first not in ids or then not in ids or ids.index(first) >= ids.index(then):
+            p.add(field, "first and then must be item ids, first before then in the key's order")
+        credit = m.get("credit", 0)
+        if isinstance(credit, bool) or not isinstance(credit, (int, float)) or not 0 <= credit < 1:
+            p.add(f"{field}.credit", "must be the most credit (0 to below 1) an order breaking it earns")
+        _texts(p, f"{field}.feedback", m.get("feedback"), names)
 
 
 def _check_matching(p: Problems, data: dict, names: set[str]) -> None:
@@ -301,6 +321,8 @@ def _check_matching(p: Problems, data: dict, names: set[str]) -> None:
             p.add(f"distractors[{j}].id", f"{did!r} is also a pair id")
         if isinstance(distractors[j], dict):
             _texts(p, f"distractors[{j}].text", distractors[j].get("text"), names)
+            # what choosing this distractor shows the student (optional)
+            _texts(p, f"distractors[{j}].feedback", distractors[j].get("feedback"), names, required=False)
 
 
 def _check_code(p: Problems, data: dict, names: set[str]) -> None:
@@ -351,6 +373,22 @@ def _check_free_text(p: Problems, data: dict, names: set[str]) -> None:
     _texts(p, "model_answer", data.get("model_answer"), names)
 
 
+def _check_matrix(p: Problems, data: dict, names: set[str]) -> None:
+    from .handcalc import check_structure
+    check_structure(p, data, names)
+
+
+def _check_shape(p: Problems, data: dict, names: set[str]) -> None:
+    from .shapes import check_structure
+    check_structure(p, data, names)
+
+
+def _check_big_o(p: Problems, data: dict, names: set[str]) -> None:
+    from .bigo import check_structure
+    check_structure(p, data, names)
+
+
 CHECKERS = {"single": _check_choice, "multiple": _check_choice, "numeric": _check_numeric,
             "ordering": _check_ordering, "matching": _check_matching, "code": _check_code,
-            "free_text": _check_free_text}
+            "free_text": _check_free_text, "matrix": _check_matrix, "shape": _check_shape,
+            "big_o": _check_big_o}

@@ -56,6 +56,9 @@ def format_number(value, lang: str = "en") -> str:
     """Numbers as a person writes them: 64, 0.125, 1e-06; a decimal comma in Russian."""
     if isinstance(value, bool):
         return str(value).lower()
+    if isinstance(value, (list, tuple)):  # a drawn matrix (integers): written as PyTorch writes it
+        from .handcalc import matrix_text
+        return matrix_text(value)
     if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) < 1e15):
         return str(int(value))
     text = f"{value:.6g}"
@@ -136,6 +139,12 @@ def render(question: Question, seed: int, lang: str = "en", *, params: dict | No
     elif question.kind == "code":
         out["function"] = d["function"]
         out["template"] = d["template"]
+    elif question.kind == "matrix" and d.get("ask", "matrix") == "matrix":
+        from .handcalc import result
+        answer = result(d, env)  # only its size is shown: the form needs a box per entry
+        out["answer_shape"] = [len(answer), len(answer[0])]
+    elif question.kind == "big_o":
+        out["variables"] = list(d["variables"])
     return out
 
 

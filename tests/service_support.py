@@ -120,7 +120,7 @@ def running_server(config: dict, workers: int = 2, **extra):
         assert proc.poll() is None, "serve exited:\n" + "".join(output)
         try:
             return requests.get(url + "/healthz", timeout=1).ok
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # not up yet, or slow on a busy host
             return False
 
     try:

@@ -189,3 +189,24 @@ def test_scores_are_for_instructors_as_json_and_csv(api):
                        ("ada@example.org", "sdpa"))
         assert (ada_row["best_score"], ada_row["max_score"], ada_row["attempts"]) == \
             ("9.0", "10.0", "3")
+
+
+def test_a_file_without_the_tasks_function_is_refused_before_it_counts(service):
+    # The grader's rule (the service grades with grader.grading:grade_source, not the fake grader)
+    app = create_app({**service.config, "GRADE_FUNCTION": "grader.grading:grade_source"})
+    client = app.test_client()
+    headers = {"Authorization": f"Bearer {service.people['ada']['token']}"}
+    sdpa = "import torch\n\ndef scaled_dot_product_attention(query, key, value, attn_mask=None):\n    return query\n"
+    r = client.post("/api/v1/submissions", json={"task": "mha", "code": sdpa, "filename": "sdpa.py"},
+                    headers=headers)
+    assert r.status_code == 422, r.get_json()
+    error = r.get_json()["error"]
+    assert error.startswith("sdpa.py does not define multi_head_attention(), the function task mha grades; "
+                            "nothing was submitted and no attempt was counted")
+    assert "it defines scaled_dot_product_attention(), the function of task sdpa" in error
+    assert client.get("/api/v1/submissions?task=mha", headers=headers).get_json()["submissions"] == []
+    # what may define it is graded: a helper bound by import, and a file that does not parse
+    # (its syntax error is the feedback)
+    for code in ("from helpers import mha as multi_head_attention\n", "def multi_head_attention(x:\n"):
+        r = client.post("/api/v1/submissions", json={"task": "mha", "code": code}, headers=headers)
+        assert r.status_code == 202, r.get_json()

@@ -66,3 +66,11 @@ def test_make_install_uses_the_constraints():
     makefile = (ROOT / "Makefile").read_text()
     assert '-e ".[server,test,docs]" -c constraints.txt' in makefile
     assert "$(VENV)/.installed: pyproject.toml constraints.txt" in makefile
+
+
+def test_the_torch_the_students_are_told_about_is_the_one_make_installs():
+    from grader import TORCH_VERSION
+
+    makefile = (ROOT / "Makefile").read_text()
+    assert f"TORCH_SPEC ?= torch=={TORCH_VERSION}\n" in makefile
+    assert f"LOCK_TORCH ?= torch=={TORCH_VERSION}+cpu\n" in makefile

@@ -92,6 +92,38 @@ def test_dramatiq_delivers_job_ids_and_duplicates_are_harmless(stub_service):
     assert scores == [3.0, 5.0]
 
 
+def test_a_message_claims_the_longest_waiting_job_and_an_idle_worker_finds_unsent_ones(
+        stub_service):
+    import threading
+
+    from web.services.courses import find_assignment
+    from web.services.submissions import submit
+    from web.models import User
+
+    app, broker, service = stub_service
+    with session_factory(service.engine)() as session:  # its message is lost: none was sent
+        ada = session.scalar(select(User).where(User.email == "ada@example.org"))
+        unsent = submit(session, ada, find_assignment(session, "sdpa"), "# SCORE=4\n").job.id
+    sent = app.test_client().post(
+        "/api/v1/submissions", json={"task": "sdpa", "code": "# SCORE=6\n"},
+        headers={"Authorization": f"Bearer {service.people['bob']['token']}"}).get_json()["id"]
+    grading = GradingWorker(service.engine, service.config, grade_fn=fake_grade, name="bell")
+    # the one message rings the queue's doorbell: the job that waited longest is graded
+    assert grading.handle_message(sent, "cpu") == "done"
+    assert [_job_state(service.engine, j)[0] for j in (unsent, sent)] == ["done", "queued"]
+    # no message is left for the other one; the idle worker finds it in the database
+    stop = threading.Event()
+    look = threading.Thread(target=grading.look_when_idle, args=(["cpu"], stop))
+    look.start()
+    try:
+        wait_until(lambda: _job_state(service.engine, sent)[0] == "done", timeout=20,
+                   what="the idle worker to look at the database")
+    finally:
+        stop.set()
+        look.join(10)
+    assert _job_state(service.engine, sent) == ("done", 1, "bell", 1)
+
+
 def test_workers_pin_one_gpu_each_and_leave_when_their_supervisor_dies(service):
     import subprocess
     import sys
@@ -103,6 +135,8 @@ def test_workers_pin_one_gpu_each_and_leave_when_their_supervisor_dies(service):
     assert [(s.name, s.queues, s.env["CUDA_VISIBLE_DEVICES"]) for s in specs] == [
         ("host:cpu0", "cpu", ""), ("host:cpu1", "cpu", ""),
         ("host:gpu0", "gpu", "0"), ("host:gpu1", "gpu", "1")]
+    # without a prefix: the host and this command's pid, so two commands on one host differ
+    assert worker_specs(1)[0].name == f"{os.uname().nodename}:{os.getpid()}:cpu0"
 
     # A supervisor (here: a shell) that dies by SIGKILL; its worker notices and exits.
     shell = subprocess.Popen(

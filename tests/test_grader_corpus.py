@@ -53,8 +53,8 @@ def _task(path):
 
 # What the local level is compared on: the sdpa and mha corpora and the files from elsewhere.
 PRECHECKED = [f for f in FILES + ELSEWHERE if _task(f) in ("sdpa", "mha")]
-# The speed check (0 points) measures time: its verdict and message depend on the machine's
-# load, as between any two server gradings. Messages quoting values the student drew from
+# The speed check (0 points) measures time: its message quotes times that differ between any two
+# gradings, but not its verdict (grader/checks/speed.py). Messages quoting values the student drew from
 # torch's unseeded global generator (each sandboxed process starts with its own random
 # state) may differ too; their verdicts and points may not.
 TIMED_CHECKS = ("speed.",)
@@ -97,7 +97,7 @@ def _comparable(report: dict, path: str) -> list[tuple]:
     exact_messages = os.path.relpath(path, CORPUS) not in UNSEEDED_RANDOMNESS
     return [(c["id"], c["passed"], c["points"], c["max_points"],
              c["message"] if exact_messages else "")
-            if not c["id"].startswith(TIMED_CHECKS) else (c["id"], c["points"], c["max_points"])
+            if not c["id"].startswith(TIMED_CHECKS) else (c["id"], c["passed"], c["points"], c["max_points"])
             for c in report["checks"]]
 
 

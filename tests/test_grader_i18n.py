@@ -186,16 +186,17 @@ def test_check_prints_in_the_chosen_language(tmp_path):
     config = str(tmp_path / "config.ini")
     ru = _cli("check", str(NO_SCALE), "--task", "sdpa", "--lang", "ru", ATTN_GRADER_CONFIG=config)
     assert ru.returncode == 1, ru.stderr
-    assert "что найдено" in ru.stdout and "баллы 90/100" in ru.stdout
-    assert "вы не масштабируете оценки" in ru.stdout and "what was found" not in ru.stdout
+    # piped, so one line per failing check (grader/console.py: print_checks), in Russian
+    assert "\nОШИБКА scale.default 0/10: " in ru.stdout and "баллы 90/100" in ru.stdout
+    assert "вы не масштабируете оценки" in ru.stdout and "FAIL" not in ru.stdout
     # no --lang: the remembered language, then LANG
     remembered = _cli("config", "set", "lang", "zh", ATTN_GRADER_CONFIG=config)
     assert remembered.returncode == 0 and "lang 已保存到" in remembered.stdout, remembered.stderr
     zh = _cli("check", str(NO_SCALE), "--task", "sdpa", ATTN_GRADER_CONFIG=config, LANG="ru_RU.UTF-8")
-    assert "检查结果" in zh.stdout and "得分 90/100" in zh.stdout
+    assert "\n失败 scale.default 0/10: " in zh.stdout and "得分 90/100" in zh.stdout
     os.remove(config)
     by_env = _cli("check", str(NO_SCALE), "--task", "sdpa", ATTN_GRADER_CONFIG=config, LANG="ru_RU.UTF-8")
-    assert "что найдено" in by_env.stdout
+    assert "\nОШИБКА scale.default" in by_env.stdout
     en = _cli("check", str(NO_SCALE), "--task", "sdpa", "--json", "--lang", "ru", ATTN_GRADER_CONFIG=config)
     assert json.loads(en.stdout)["summary"].startswith("1 bug found")  # JSON stays English
 

@@ -76,6 +76,32 @@ def test_requests_get_an_id_and_an_access_log_line(service, json_log):
     assert client.get("/healthz").headers["X-Request-ID"]  # generated when none was sent
 
 
+def test_a_rate_limited_request_has_an_id_and_an_access_log_line(service, json_log):
+    client = create_app({**service.config, "API_RATE_LIMIT": "2 per minute"}).test_client()
+    headers = {"Authorization": f"Bearer {service.people['ada']['token']}"}
+    statuses = [client.get("/api/v1/tasks", headers=headers).status_code for _ in range(3)]
+    assert statuses == [200, 200, 429]
+    refused = client.get("/api/v1/tasks", headers={**headers, "X-Request-ID": "over-7"})
+    assert refused.status_code == 429 and refused.headers["X-Request-ID"] == "over-7"
+    access = [x for x in json_log() if x["logger"] == "web.access"]
+    assert [x["status"] for x in access] == [200, 200, 429, 429]
+    assert access[-1]["request_id"] == "over-7"
+
+
+def test_an_unreachable_rate_limit_store_lets_requests_through_counted_in_memory(service):
+    """Redis (the limits' store at scale) down: no 500s; each process counts by itself."""
+    dead = f"redis://127.0.0.1:{free_port()}/6"
+    app = create_app({**service.config, "RATELIMIT_STORAGE_URI": dead,
+                      "API_RATE_LIMIT": "3 per minute"})
+    client = app.test_client()
+    headers = {"Authorization": f"Bearer {service.people['ada']['token']}"}
+    posted = [client.post("/api/v1/submissions", headers=headers,
+                          json={"task": "sdpa", "code": f"# SCORE={n}\n"}).status_code
+              for n in range(4)]
+    assert posted == [202, 202, 202, 429]  # accepted, and the limit still holds
+    assert GradingWorker(service.engine, service.config, name="w").run_once() == "done"
+
+
 def test_bad_log_format_is_refused_with_the_variable_name(monkeypatch):
     monkeypatch.setenv("ATTN_GRADER_LOG_FORMAT", "xml")
     with pytest.raises(ValueError, match="ATTN_GRADER_LOG_FORMAT"):

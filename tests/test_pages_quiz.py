@@ -273,3 +273,30 @@ def test_instructor_chooses_the_quiz_questions(env, prof, ada):
     page = ada.get("/quiz/quiz").get_data(as_text=True)
     assert page.count('class="question"') == 2 and "Short quiz" in page
     assert f'id="q-{NUMERIC}"' in page and f'id="q-{SINGLE}"' not in page
+
+
+def test_a_matrix_a_shape_and_a_big_o_are_answered_on_the_quiz_page(env, prof, ada):
+    """The typed kinds get their inputs (a grid of boxes for a matrix, one line for a shape or a
+    big-O expression), are graded on the page, and the attempt shows the matrix as a grid."""
+    matrix, shape, big_o = "hand-attention-output", "split-heads-shape", "self-attention-cost-big-o"
+    prof.post("/instructor/assignments/quiz/settings", data={
+        "title": "Typed answers", "visible": "y", "late_policy": "reject", "feedback": "full",
+        "question_ids": [matrix, shape, big_o]})
+    ada.post("/quiz/quiz/start")
+    page = ada.get("/quiz/quiz").get_data(as_text=True)
+    assert 'class="matrix-grid"' in page and 'aria-label="row 2, column 1"' in page
+    assert "Use the variables n, d" in page
+    _, sol = _solution(env, "ada@example.org", matrix)
+    cells = {_field(matrix, f"cell_{r}_{c}"): f"{x:.2f}" for r, row in enumerate(sol["matrix"])
+             for c, x in enumerate(row)}
+    page = ada.post(f"/quiz/quiz/questions/{matrix}", data=cells, follow_redirects=True).get_data(as_text=True)
+    assert re.search(r'class="feedback correct"><strong>2 / 2</strong>', page)
+    _, sol = _solution(env, "ada@example.org", shape)
+    page = ada.post(f"/quiz/quiz/questions/{shape}", data={_field(shape, "expression"): str(tuple(sol["shape"]))},
+                    follow_redirects=True).get_data(as_text=True)
+    page = ada.post(f"/quiz/quiz/questions/{big_o}", data={_field(big_o, "expression"): "O(d n²)"},
+                    follow_redirects=True).get_data(as_text=True)
+    assert page.count('class="feedback correct"') == 3
+    attempt = ada.post("/quiz/quiz/submit").location
+    page = ada.get(attempt).get_data(as_text=True)
+    assert 'class="matrix-grid answer"' in page and "O(d n²)" in page

@@ -196,14 +196,38 @@ def test_ordering_grading(bank):
     ids = [i["id"] for i in q.data["items"]]
     seed = variant_seed("x", q.id)
     assert grade_answer(q, seed, ids).correct is True
-    swapped = [ids[1], ids[0]] + ids[2:]
+    swapped = [ids[1], ids[0]] + ids[2:]  # one neighbouring pair out of order: 9 of the 10 pairs kept
     r = grade_answer(q, seed, swapped, "ru")
-    assert r.correct is False and r.points == pytest.approx(q.points * 3 / 5)
+    assert r.correct is False and r.points == pytest.approx(q.points * 9 / 10)
+    assert "9 of 10 pairs" in r.feedback
     tokens = {o["text"]: o["id"] for o in render(q, seed)["items"]}
     in_order = [tokens[i["text"]["en"]] for i in q.data["items"]]
     assert grade_answer(q, seed, in_order).correct is True
     with pytest.raises(AnswerFormatError):
         grade_answer(q, seed, ids[:-1])
+
+
+def test_mask_after_softmax_earns_less_than_a_harmless_shift(bank):
+    """Relative order, not absolute position: moving the projection to the end keeps every other
+    pair in order (6 of 10), while the mask after the softmax, the misconception the question is
+    about, is capped and explained (per-position credit had them the other way: 0.6 against 0)."""
+    q = bank.get("sdpa-steps-order")
+    ids = ["project", "scores", "mask", "softmax", "values"]
+    assert [i["id"] for i in q.data["items"]] == ids
+    shifted = grade_answer(q, 0, ids[1:] + ids[:1])
+    mask_late = grade_answer(q, 0, ["project", "scores", "softmax", "mask", "values"])
+    assert shifted.points == pytest.approx(0.6 * q.points)
+    assert mask_late.points < shifted.points and mask_late.points == pytest.approx(0.2 * q.points)
+    assert "after the softmax" in mask_late.feedback and "after the softmax" not in shifted.feedback
+    assert "после softmax" in in_language(mask_late.feedback, "ru")
+    # the same rule in the Parsons problem, and splitting before projecting in multi-head-steps
+    lines = bank.get("attention-code-lines")
+    order = [i["id"] for i in lines.data["items"]]
+    late = order[:2] + [order[3], order[2]] + order[4:]
+    assert grade_answer(lines, 0, late).points == pytest.approx(0.2 * lines.points)
+    steps = bank.get("multi-head-steps")
+    order = [i["id"] for i in steps.data["items"]]
+    assert grade_answer(steps, 0, [order[1], order[0]] + order[2:]).points == pytest.approx(0.4 * steps.points)
 
 
 def test_matching_grading(bank):
@@ -337,3 +361,98 @@ def test_loading_and_listing_the_bank_does_not_need_torch():
             "assert not problems; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# -- the kinds a student types: a matrix, a shape, a big-O expression -------------------------------
+
+def test_a_hand_computed_matrix_is_graded_entry_by_entry(bank):
+    q = bank.get("hand-attention-output")
+    seed = variant_seed("hand", q.id)
+    view = render(q, seed, "ru")
+    assert view["answer_shape"] == [2, 2] and "Q = [[" in view["prompt"] and "{Q}" not in view["prompt"]
+    key = solution(q, seed)["matrix"]
+    as_typed = [[f"{x:.2f}".replace(".", ",") for x in row] for row in key]  # rounded, Russian commas
+    assert grade_answer(q, seed, as_typed, "ru").correct is True
+    one_off = [row[:] for row in key]
+    one_off[1][0] += 0.1
+    r = grade_answer(q, seed, one_off)
+    assert r.correct is False and r.points == pytest.approx(q.points * 3 / 4)
+    assert "wrong at (row, column): (2, 1)" in r.feedback
+    from questions import handcalc
+    env = q.variants()[0]
+    unscaled = handcalc.compute(handcalc.mistake_settings(q.data, q.data["mistakes"][0]), env)
+    assert "√d_k" in grade_answer(q, 0, unscaled, params=env).feedback
+    with pytest.raises(AnswerFormatError, match="2 × 2 matrix"):
+        grade_answer(q, seed, [[1, 2, 3]])
+    with pytest.raises(AnswerFormatError, match="entry of the matrix"):
+        grade_answer(q, seed, [["1", "x"], ["1", "2"]])
+
+
+def test_one_entry_of_a_masked_attention_is_graded_like_a_number(bank):
+    q = bank.get("hand-causal-weight")
+    for env in q.variants():
+        assert env["row"] >= 2 and env["col"] <= env["row"]  # never a hidden weight or the trivial first row
+    seed = variant_seed("entry", q.id)
+    value = solution(q, seed)["value"]
+    assert grade_answer(q, seed, f"{value:.2f}").correct is True
+    assert "j ≤ i" in render(q, seed)["prompt"] and "answer_shape" not in render(q, seed)
+
+
+def test_shapes_are_read_as_people_write_them(bank):
+    q = bank.get("split-heads-shape")
+    seed = variant_seed("shape", q.id)
+    env = render(q, seed)["params"]
+    want = (env["B"], env["h"], env["T"], env["d_model"] // env["h"])
+    for text in (str(want), str(list(want)), f"torch.Size({list(want)})", " × ".join(map(str, want)),
+                 "x".join(map(str, want)), "х".join(map(str, want))):  # х: Cyrillic
+        assert grade_answer(q, seed, text).correct is True, text
+    before_transpose = (want[0], want[2], want[1], want[3])
+    assert "transpose" in grade_answer(q, seed, str(before_transpose)).feedback
+    assert "different number of dimensions" in grade_answer(q, seed, str(want[:3])).feedback
+    with pytest.raises(AnswerFormatError):
+        grade_answer(q, seed, "(2, eight, 10)")
+
+
+@pytest.mark.parametrize("text", ["O(n^2 d)", "n**2*d", "O(d·n²)", "2 n^2 d + n d", "О(n²d)", "n^2 d/h*h"])
+def test_big_o_answers_are_compared_by_growth(bank, text):
+    q = bank.get("self-attention-cost-big-o")
+    if "h" in text:
+        with pytest.raises(AnswerFormatError, match="unknown name 'h'"):
+            grade_answer(q, 0, text)
+    else:
+        assert grade_answer(q, 0, text).correct is True
+
+
+def test_a_wrong_big_o_is_told_where_it_grows_wrongly(bank):
+    q = bank.get("self-attention-cost-big-o")
+    assert "projections" in grade_answer(q, 0, "O(n d^2)").feedback
+    r = grade_answer(q, 0, "O(n^3)")
+    assert r.correct is False and "check how it grows with n, d" in r.feedback
+    assert "O(n^3)" in in_language(r.feedback, "zh")
+    from questions.bigo import canonical, text_of
+    assert text_of(canonical("(n + d)^2", ["n", "d"])) == "d^2 + n^2"  # n·d lies under n² + d²
+    assert canonical("n log n + n", ["n"]) == canonical("O(n log(n))", ["n"])
+
+
+def test_a_chosen_matching_distractor_explains_itself(bank):
+    q = bank.get("multi-head-shapes")
+    answer = {p["id"]: p["id"] for p in q.data["pairs"]}
+    answer["weights"] = "per-head-weights"
+    r = grade_answer(q, 0, answer)
+    assert r.points == pytest.approx(q.points * 4 / 5) and "one head" in r.feedback
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"matrices": {"Q": {"shape": [2, 2], "values": [0, 1]}}}, "matrices"),
+    ({"answer": {"result": "logits", "scale": 1}}, "answer.result"),
+    ({"mistakes": [{"compute": {"result": "scores"}, "feedback": {"en": "x", "ru": "x", "zh": "x"}}]}, "mistakes[0].compute.result"),
+    ({"ask": "row"}, "ask"),
+])
+def test_matrix_question_fields_are_checked(tmp_path, change, field):
+    data = {"id": "tiny-matrix", "kind": "matrix", "topics": ["formula"], "difficulty": "easy",
+            "title": {"en": "t", "ru": "т", "zh": "题"}, "prompt": {"en": "{Q} {K} {V}", "ru": "{Q} {K} {V}", "zh": "{Q} {K} {V}"},
+            "matrices": {"Q": {"shape": [2, 2], "values": [0, 1]}, "K": {"shape": [2, 2], "values": [0, 1]},
+                         "V": {"shape": [2, 2], "values": [0, 1]}},
+            "answer": {"result": "output", "scale": 1}, "draws": 4, **change}
+    _, problems = load_question(_write(tmp_path, data, "tiny-matrix"))
+    assert any(f"tiny-matrix.yaml: {field}:" in p for p in problems), problems

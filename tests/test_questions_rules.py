@@ -111,8 +111,12 @@ def test_keys_all_in_the_same_file_position_fail_the_bank(tmp_path):
 
 
 def test_no_single_choice_key_in_the_bundled_bank_is_a_length_or_position_cue():
-    bank, problems = validate_bank(run_code=False, seeds=False)
-    assert problems == []
+    # the cue rules alone (test_questions validates the whole bank once, lengths included)
+    from questions.cues import cue_report, longest_option_problems, position_problems
+    bank = load_bank()
+    assert position_problems(list(bank)) == [] and longest_option_problems(list(bank)) == []
+    for lang, figures in cue_report(list(bank)).items():  # near chance in every language
+        assert abs(figures["single_key_longest"] - figures["single_chance"]) < 0.05, lang
     firsts = [q for q in bank if q.kind == "single" and q.data["options"][0]["correct"]]
     assert len(firsts) <= len([q for q in bank if q.kind == "single"]) / 2
 
@@ -201,14 +205,103 @@ def test_quoted_code_is_not_prose_for_the_copy_rule(tmp_path):
     assert overlap_problems([quoted], SeedIndex.load(folder)) == []
 
 
+def _write(tmp_path, data):
+    (tmp_path / f"{data['id']}.yaml").write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+
+
+def _texts(en: str, ru: str, zh: str) -> dict:
+    return {"en": en, "ru": ru, "zh": zh}
+
+
 def test_a_key_that_is_always_the_longest_option_fails(tmp_path):
     for n in range(4):
         data = _choice(f"longest-{n}")
         del data["show"]
         data["options"] = [_option("a", False, "wrong one"), _option("k", True, "the right one"),
                            _option("b", False, "other one")]  # within 1.25x, yet always the longest
-        (tmp_path / f"longest-{n}.yaml").write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+        _write(tmp_path, data)
     _, problems = validate_bank(tmp_path, run_code=False, seeds=False)
-    assert sum("the key is the longest option in every variant" in p for p in problems) == 4
-    assert any("picking the longest option finds the key in 100% of single-choice questions" in p
+    assert sum("the key is the longest option in every language" in p for p in problems) == 4
+    assert all(any(f"options.{lang}: picking the longest option finds the key in 100% of single-choice "
+                   "questions" in p for p in problems) for lang in LANGS)
+
+
+def test_the_longest_option_cue_is_checked_in_each_language(tmp_path):
+    """The review's case: English balanced, the Russian key always the longest. Averaged over the
+    languages it looked fine; per language it fails, on the question and on the bank."""
+    for n in range(4):
+        data = _choice(f"ru-cue-{n}")  # a pool: 24 draws a language
+        data["options"] = [
+            {"id": "k", "correct": True, "feedback": _same("because"),
+             "text": _texts("the key, of medium size", "ключ, который длиннее всех остальных", "正确答案")},
+            {"id": "k2", "correct": True, "feedback": _same("because"),
+             "text": _texts("another key of a size", "второй ключ длиннее всех остальных", "另一个正确答案")}] + \
+            [{"id": f"w{i}", "correct": False, "feedback": _same("because"),
+              "text": _texts(f"a wrong option, longer {i}", f"неверный вариант {i}", f"错误的选项之{i}")}
+             for i in range(5)]
+        _write(tmp_path, data)
+    _, problems = validate_bank(tmp_path, run_code=False, seeds=False)
+    assert sum("options.ru: the key is the longest option in 24 of 24 ru views" in p for p in problems) == 4
+    assert not any("options.en: the key" in p or "options.zh: the key" in p for p in problems)
+    assert any("options.ru: picking the longest option finds the key in 100%" in p for p in problems)
+
+
+def test_keys_that_are_never_the_longest_are_a_cue_too(tmp_path):
+    for n in range(4):
+        data = _choice(f"never-{n}")
+        del data["show"]
+        data["options"] = [_option("k", True, "short key"), _option("a", False, "a longer wrong option"),
+                           _option("b", False, "another long wrong one")]
+        _write(tmp_path, data)
+    _, problems = validate_bank(tmp_path, run_code=False, seeds=False)
+    assert any("finds the key in only 0% of single-choice questions" in p and "never pick the longest" in p
                for p in problems)
+
+
+def test_multiple_choice_whose_longest_option_is_always_right_fails(tmp_path):
+    for n in range(4):
+        data = _choice(f"multi-{n}", kind="multiple")
+        del data["show"]
+        data["options"] = [_option("r1", True, "a correct and long statement"), _option("r2", True, "right too"),
+                           _option("w1", False, "wrong one here"), _option("w2", False, "wrong")]
+        _write(tmp_path, data)
+    _, problems = validate_bank(tmp_path, run_code=False, seeds=False)
+    assert any("(bank): options.en: the longest option is a correct one in 100% of multiple-choice" in p
+               for p in problems)
+    data["options"][1]["text"] = _same("right, and the longest statement of all four")  # r1, r2 the two longest
+    _write(tmp_path, data)
+    q, _ = load_question(tmp_path / f"{data['id']}.yaml")
+    assert any("the correct options are exactly the longest ones" in p for p in check_question(q) +
+               validate_bank(tmp_path, run_code=False, seeds=False)[1])
+
+
+def test_numeric_mistakes_that_take_one_value_fail(tmp_path):
+    data = {"id": "collide", "kind": "numeric", "topics": ["scaling"], "difficulty": "easy", "title": T,
+            "prompt": _same("d_model = {d_model}, h = {h}: the divisor?"),
+            "params": {"d_model": [256, 1024], "h": [4, 16]}, "answer": "sqrt(d_model / h)",
+            "mistakes": [{"value": "sqrt(d_model)", "feedback": _same("use d_k")},
+                         {"value": "d_model / h", "feedback": _same("that is d_k")}]}
+    q, problems = _load(tmp_path, data)
+    assert problems == []
+    found = check_question(q)
+    assert any("mistakes[1].value: takes the value of mistakes[0] (variant d_model=256, h=16" in p for p in found)
+    data["constraints"] = ["sqrt(d_model) != d_model / h"]
+    q, _ = _load(tmp_path, data)
+    assert check_question(q) == []
+
+
+def test_a_prompt_that_uses_indices_states_the_convention(tmp_path):
+    data = _free("indices", "Почему позиция i не видит токен x_(i+1)?", "为什么位置 i 看不到 x_(i+1)？")
+    data["prompt"]["en"] = "Why does position i not see x_(i+1)?"
+    q, _ = _load(tmp_path, data)
+    found = check_question(q, run_code=False)
+    assert {p.split(": ")[1] for p in found if "does not state the convention" in p} == \
+        {"prompt.en", "prompt.ru", "prompt.zh"}
+    data["prompt"] = {"en": data["prompt"]["en"] + " (Positions are numbered from 1.)",
+                      "ru": data["prompt"]["ru"] + " (Позиции нумеруются с 1.)",
+                      "zh": data["prompt"]["zh"] + "（位置从 1 开始编号。）"}
+    q, _ = _load(tmp_path, data)
+    assert check_question(q, run_code=False) == []
+    data["model_answer"] = _same("Rows are counted from 0 here.")
+    q, _ = _load(tmp_path, data)
+    assert any("counts positions from 0" in p for p in check_question(q, run_code=False))

@@ -61,7 +61,10 @@ def test_strict_refuses_and_names_what_is_missing(monkeypatch):
 def test_auto_falls_back_to_a_plain_subprocess_with_a_warning(monkeypatch):
     monkeypatch.setattr(wall, "strict_problems", lambda wall=True: ["Linux namespaces (this is darwin)"])
     q, k, v = _qkv()
-    with SandboxSession(CORRECT, "sdpa", level="auto", limits=LIMITS) as s:
+    # -B as well as -I: the plain child imports the installed package and writes no bytecode
+    # into it for later children to load
+    code = CORRECT + "\nimport sys\nassert sys.flags.dont_write_bytecode\n"
+    with SandboxSession(code, "sdpa", level="auto", limits=LIMITS) as s:
         assert s.level == "auto"
         assert any("plain subprocess" in w and "darwin" in w for w in s.warnings)
         r = s.call(q, k, v)

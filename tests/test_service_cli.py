@@ -233,3 +233,26 @@ def test_strict_workers_refuse_to_start_on_a_host_without_the_sandbox(tmp_path, 
         assert result.exit_code == 1, result.output
         assert "ATTN_GRADER_SANDBOX=strict, but this host lacks" in result.output
         assert "bubblewrap" in result.output
+
+
+def test_the_start_up_line_says_which_isolation_and_why(monkeypatch):
+    import grader.sandbox.wall as wall
+    from grader.sandbox.backends import isolation_summary
+
+    bwrap = "bubblewrap for the outer wall (apt-get install bubblewrap)"
+    root = "root privileges for the grader (per-run uids, mounts and cgroups; ...)"
+    hosts = {"full": lambda wall=True: [], "no bwrap": lambda wall=True: [bwrap] if wall else [],
+             "no root": lambda wall=True: [root] + ([bwrap] if wall else [])}
+    said = {}
+    for host, problems in hosts.items():
+        monkeypatch.setattr(wall, "strict_problems", problems)
+        said[host] = {level: isolation_summary(level) for level in ("auto", "strict", "none")}
+    assert said["full"]["auto"].startswith("sandbox: auto → strict (bubblewrap wall, namespaces, cgroup, seccomp")
+    assert said["full"]["strict"].startswith("sandbox: strict (bubblewrap wall")
+    assert said["no bwrap"]["auto"] == ("sandbox: auto → namespaces, cgroup, seccomp and a uid per run, without "
+                                        f"the bubblewrap wall; missing: {bwrap}")
+    assert said["no root"]["auto"].startswith("sandbox: auto → a plain subprocess with resource limits only")
+    assert said["no root"]["auto"].endswith(f"missing: {root}; {bwrap}")
+    assert said["no root"]["strict"] == f"sandbox: strict is unavailable here, missing: {root}; {bwrap}"
+    assert all(s["none"].startswith("sandbox: none → a plain subprocess, no isolation") for s in said.values())
+    assert all("\n" not in line for s in said.values() for line in s.values())

@@ -121,7 +121,10 @@ def test_check_says_a_syntax_error_once_and_folds_the_checks_it_skipped(tmp_path
                          text=True, cwd=ROOT, timeout=240, env={**os.environ, "COLUMNS": "200"})
     assert run.returncode == 1
     assert run.stdout.count("Python cannot parse your file") == 1
-    assert re.search(r"\(31 more\) +│ skip", run.stdout) and run.stdout.count("│ skip") == 1
+    assert "(line 3, column 12)" in run.stdout
+    # the line, and a caret under the spot where Python stopped reading
+    assert "3 |     return (\n" + " " * len("3 |     return ") + "^\n" in run.stdout
+    assert run.stdout.count("(31 more)") == 1 and "not run: the submission could not be loaded" in run.stdout
 
 
 def test_check_warns_that_the_server_refuses_a_file_over_its_limit(tmp_path):

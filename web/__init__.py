@@ -22,6 +22,15 @@ def create_app(config: dict | None = None) -> Flask:
     # Body size limit and cookie flags are set by web.security (below).
     app.config.setdefault("RATELIMIT_STORAGE_URI", cfg["RATELIMIT_STORAGE_URI"])
     app.config.setdefault("RATELIMIT_HEADERS_ENABLED", True)  # Retry-After on 429
+    # The rate limits' store (Redis at scale) must not take the service down with it: while
+    # it is unreachable each web process counts in its own memory, and an error from the
+    # store lets the request through (logged) rather than answering 500. The store's sockets
+    # time out, so a Redis that stopped answering costs a request a second, not a hang.
+    app.config.setdefault("RATELIMIT_IN_MEMORY_FALLBACK_ENABLED", True)
+    app.config.setdefault("RATELIMIT_SWALLOW_ERRORS", True)
+    if str(app.config["RATELIMIT_STORAGE_URI"]).startswith(("redis", "rediss", "unix")):
+        app.config.setdefault("RATELIMIT_STORAGE_OPTIONS",
+                              {"socket_connect_timeout": 1, "socket_timeout": 1})
 
     engine = get_engine(cfg["DATABASE_URL"])
     check_migrated(engine)
@@ -30,6 +39,11 @@ def create_app(config: dict | None = None) -> Flask:
         waiters=StatusWaiters(wake_dir(cfg["DATABASE_URL"]), cfg["WAITING_REQUESTS"],
                               relay=RedisRelay.for_config(cfg)))
     app.teardown_appcontext(close_db_session)
+
+    # Request ids, access log, /healthz, /metrics, database-error answers: first, so that a
+    # request refused by a later hook (the rate limiter) is logged with its id too.
+    from . import observability, security
+    observability.init_app(app)
 
     limiter.init_app(app)
     csrf.init_app(app)
@@ -42,10 +56,7 @@ def create_app(config: dict | None = None) -> Flask:
     csrf.exempt(api_bp)  # token-authenticated JSON: no cookies, so no CSRF
     app.register_blueprint(api_bp)
 
-    # Request ids, access log, /healthz, /metrics, database-error answers; security headers.
-    from . import observability, security
-    observability.init_app(app)
-    security.init_app(app)
+    security.init_app(app)  # security headers
 
     # The HTML pages live in web/pages (their own package); it registers its blueprints.
     # PAGES off: the JSON API alone (tests of the API, an API-only host).

@@ -33,13 +33,23 @@ def cli_session(config: dict):
     return session_factory(migrated_engine(config))()
 
 
-def _logging(level: str = "INFO") -> None:
-    from .observability import configure_logging
+def _logging(level: str = "INFO", access_lines: bool = False) -> None:
+    """The command's logging; ``access_lines``: the web's one line per request (``web.access``,
+    INFO) is written even where the command's own level is higher, unless the operator set
+    ATTN_GRADER_LOG_LEVEL."""
+    import logging
+
+    from grader import settings
+
+    from .observability import access_log, configure_logging
 
     try:  # JSON lines (text on a terminal); ATTN_GRADER_LOG_FORMAT/_LOG_LEVEL override
         configure_logging(level)
+        chosen = settings.value("LOG_LEVEL")
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
+    if access_lines and not chosen:
+        access_log.setLevel(logging.INFO)
 
 
 # ---- serve / worker / reconcile ----------------------------------------------------------
@@ -79,7 +89,7 @@ def serve(host, port, workers, threads, demo):
     from .dispatch.supervisor import Supervisor, worker_specs
     from .services.demo import load_demo_credentials, seed_demo
 
-    _logging("WARNING")
+    _logging("WARNING", access_lines=True)
     config = cli_config()
     engine = migrated_engine(config)
     accounts = None
@@ -107,6 +117,9 @@ def serve(host, port, workers, threads, demo):
     supervisor.start()
     mode = "Dramatiq via " + config["BROKER_URL"] if config["BROKER_URL"] else "database queue"
     click.echo(f"attn-grader serving http://{host}:{port}/  ({workers} grading workers, {mode})")
+    if workers:
+        from grader.sandbox.backends import isolation_summary
+        click.echo(isolation_summary(config["SANDBOX"]))
     click.echo(f"database: {engine.url.render_as_string(hide_password=True)}")
     if accounts:
         click.echo(accounts.describe())
@@ -162,6 +175,8 @@ def worker(queues, processes, gpus, reconcile):
     supervisor.start()
     mode = "Dramatiq " + config["BROKER_URL"] if config["BROKER_URL"] else "database polling"
     click.echo(f"grading workers: {cpu} cpu, {len(gpu_ids)} gpu ({mode}); Ctrl-C stops")
+    from grader.sandbox.backends import isolation_summary
+    click.echo(isolation_summary(config["SANDBOX"]))
     signal.signal(signal.SIGTERM, lambda *_: supervisor.stop_event.set())
     try:
         supervisor.wait()

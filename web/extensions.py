@@ -56,10 +56,13 @@ def close_db_session(_exc=None) -> None:
 def submit_code(user, assignment, code: str | bytes, filename: str):
     """``submissions.submit`` within a request (the form and the JSON API alike): the request's
     session, the app's dispatcher, and the configured size limit and claim budget."""
+    from grader.settings import setting
+
     from .services import submissions
 
     config = current_app.config
     return submissions.submit(db_session(), user, assignment, code, filename=filename,
                               dispatcher=state().dispatcher,
                               max_bytes=config["MAX_SUBMISSION_BYTES"],
-                              max_attempts=config["MAX_ATTEMPTS"])
+                              max_attempts=config["MAX_ATTEMPTS"],
+                              require_function=config["GRADE_FUNCTION"] == setting("GRADE_FUNCTION").default)

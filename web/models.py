@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer,
-                        MetaData, String, Text, UniqueConstraint)
+                        MetaData, String, Text, UniqueConstraint, text)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 ROLES = ("student", "instructor")
@@ -24,6 +24,11 @@ LATE_POLICIES = ("reject", "accept", "penalty")  # penalty: score * (1 - late_pe
 FEEDBACK_LEVELS = ("full", "score", "after_deadline")  # what a student sees of the checks
 JOB_STATUSES = ("queued", "running", "done", "failed")
 QUEUES = ("cpu", "gpu")
+# The jobs a worker may claim are among these: queued, or running with a lease that may have
+# expired. ``ix_grading_jobs_pending`` holds only them, so a claim's look-up does not grow with
+# the finished history. SQLite uses a partial index only for a query that repeats its WHERE
+# term verbatim, so the claim uses this very clause (migrations/versions/0008 spells it out).
+PENDING_JOBS = text("status IN ('queued', 'running')")
 # How a quiz question may be answered (Assignment.answer_policy): one try whose feedback comes
 # after it and which is final, or several tries each wrong one costing ``try_penalty`` of the
 # points (Moodle's "interactive with multiple tries", PrairieLearn's points per try).
@@ -195,7 +200,10 @@ class GradingJob(Base):
     """Dispatch state of one submission or one quiz code answer (exactly one of the two);
     workers claim it with a conditional update."""
     __tablename__ = "grading_jobs"
-    __table_args__ = (Index("ix_grading_jobs_claim", "status", "queue", "id"),)
+    __table_args__ = (Index("ix_grading_jobs_claim", "status", "queue", "id"),
+                      # the claim's pick, in claim order (web.dispatch.claim.claim_next)
+                      Index("ix_grading_jobs_pending", "queue", "queued_at", "id",
+                            postgresql_where=PENDING_JOBS, sqlite_where=PENDING_JOBS))
     id: Mapped[int] = mapped_column(primary_key=True)
     submission_id: Mapped[int | None] = mapped_column(
         ForeignKey("submissions.id", ondelete="CASCADE"), unique=True)

@@ -27,8 +27,8 @@ from flask import Blueprint, Flask, Response, current_app, g, jsonify, request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
                                     HistogramMetricFamily)
-from sqlalchemy import case, distinct, func, select
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy import case, distinct, func, inspect as sqlalchemy_inspect, select
+from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from grader import settings
 
@@ -129,14 +129,27 @@ def _finish_request(response: Response) -> Response:
     started = g.get("request_started")
     if started is not None and request.endpoint not in ("observability.metrics",
                                                         "observability.healthz"):
-        # The token's user, or the signed-in user if the view loaded one (no extra query).
-        user = g.get("api_user") or g.get("_login_user")
-        access_log.info("%s %s %s", request.method, request.path, response.status_code, extra={
-            "method": request.method, "path": request.path, "status": response.status_code,
-            "duration_ms": round((time.perf_counter() - started) * 1000, 1),
-            "user_id": getattr(user, "id", None) if getattr(user, "is_authenticated", False)
-            else None, "remote": request.remote_addr})
+        try:
+            access_log.info("%s %s %s", request.method, request.path, response.status_code,
+                            extra={"method": request.method, "path": request.path,
+                                   "status": response.status_code,
+                                   "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                                   "user_id": _request_user_id(), "remote": request.remote_addr})
+        except Exception:  # the log line must never turn an answer into a 500
+            log.exception("access log line failed")
     return response
+
+
+def _request_user_id() -> int | None:
+    """The token's user, or the signed-in user if the view loaded one, without a query.
+
+    Read from the object's identity, never from its attributes: after a database error the
+    session was rolled back, the user's attributes are expired, and reading ``user.id``
+    would go back to the database that just failed (a 503 became a 500 that way).
+    """
+    user = g.get("api_user") or g.get("_login_user")
+    state = sqlalchemy_inspect(user, raiseerr=False)  # None for the anonymous user
+    return state.identity[0] if state is not None and state.identity else None
 
 
 def _end_request(_exc=None) -> None:
@@ -390,9 +403,14 @@ def metrics():
 
 
 def init_app(app: Flask) -> None:
-    """Register request ids, the access log, /healthz, /metrics and the database-error answers."""
+    """Register request ids, the access log, /healthz, /metrics and the database-error answers.
+
+    Called before any other extension registers a ``before_request``: a request that another
+    hook refuses (the rate limiter's 429) still gets its request id and its access line."""
     app.before_request(_start_request)
     app.after_request(_finish_request)
     app.teardown_request(_end_request)
-    app.register_error_handler(OperationalError, _database_error)
+    # A connection that broke mid-request (PostgreSQL restarted) raises either of these.
+    for unavailable in (OperationalError, InterfaceError):
+        app.register_error_handler(unavailable, _database_error)
     app.register_blueprint(bp)

@@ -114,32 +114,3 @@ def fully_masked(ctx):
                      "reference gives zeros (a -1e9 fill attends uniformly instead). "
                      "Optional: not scored", row=row, value=got.tolist()[:3]))
     return T("a query with every key masked gives zeros, like the reference")
-
-
-def speed(ctx):
-    """Reported only: time of one mid-sized call against the reference here, both timed by the parent
-    (the child's own clock is the student's to stop; the round trip includes the transfer)."""
-    import time
-
-    from reference_impl import scaled_dot_product_attention
-    r = ctx.inputs.randn
-    q, k, v = r(2, 4, 128, 64), r(2, 4, 128, 64), r(2, 4, 128, 64)
-    result = ctx.call(q, k, v, during=T("timing"))
-    ctx.tensor_out(result, (2, 4, 128, 64))
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        scaled_dot_product_attention(q, k, v)
-        best = min(best, time.perf_counter() - start)
-    elapsed = result.wall
-    ratio = elapsed / best if best > 0 else float("nan")
-    details = {"seconds": round(elapsed, 6), "reference_seconds": round(best, 6), "ratio": round(ratio, 2),
-               "shape": "2x4x128x64 float32"}
-    if not ratio < 100:
-        raise Fail(T("one call at B=2, H=4, L=S=128, E=64 took {value:.1f} ms, {ratio:.0f}x "
-                     "the reference: vectorise over the batch and the sequence (optional: "
-                     "not scored)", value=elapsed * 1e3, ratio=ratio), details)
-    relation = T("{ratio:.2g}× the reference's time", ratio=ratio) if ratio >= 1 else \
-        T("faster than the reference ({ratio:.2g}× its time)", ratio=ratio)
-    return T("one call at B=2, H=4, L=S=128, E=64 took {value:.2f} ms ({relation})",
-             value=elapsed * 1e3, relation=relation), details

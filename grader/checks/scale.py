@@ -189,8 +189,11 @@ def sdpa_argument(ctx):
         details["diagnosis"] = "scale_twice"
     elif abs(slope - 1 / given) <= 1e-3 / given:
         why = T("you divide by scale= instead of multiplying")
+    elif abs(slope - 1) <= 1e-3:
+        why = T("your function ignores scale= and does not scale the scores at all (the temperature found is 1)")
     else:
-        why = T("the temperature found is {slope:.4g}", slope=slope)
+        why = T("your function does not multiply the scores by scale=: the temperature found is {slope:.4g}, "
+                "not {given:.4g}", slope=slope, given=given)
     raise Fail(T("with scale={given:.4g} at d_k={d}: {why}", given=given, d=d, why=why), details)
 
 

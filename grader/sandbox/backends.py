@@ -121,8 +121,10 @@ class PlainChild:
         req_r, req_w = os.pipe()
         res_r, res_w = os.pipe()
         # No preexec_fn (unsafe in a threaded grader): the harness applies the rlimits itself,
-        # first thing, and learns its pipe numbers from argv.
-        argv = [sys.executable, "-I", HARNESS, str(req_r), str(res_w)]
+        # first thing, and learns its pipe numbers from argv. -B: the child imports from the
+        # installed package, and must never write bytecode there for later children to load
+        # (-I ignores PYTHONDONTWRITEBYTECODE).
+        argv = [sys.executable, "-I", "-B", HARNESS, str(req_r), str(res_w)]
         if apply_rlimits:
             # No cgroup here: RLIMIT_DATA stays even for CUDA, the only memory bound there is.
             argv.append(json.dumps(policy.rlimits(limits, device)))
@@ -227,3 +229,29 @@ def select_backend(level: str, limits: Limits, device: str):
         T("full isolation is unavailable here (missing: {problems}); the submission runs in a plain "
           "subprocess with resource limits only: fine for checking your own code, not for grading "
           "untrusted code", problems="; ".join(problems))])
+
+
+STRICT_LAYERS = "bubblewrap wall, namespaces, cgroup, seccomp, a uid per run"
+
+
+def isolation_summary(level: str) -> str:
+    """One line for a service's start-up: the isolation ``select_backend(level)`` gives on this
+    host, and why (what is missing). It asks the host what ``select_backend`` asks it, without
+    starting a sandbox."""
+    from .wall import strict_problems
+    if level == "none":
+        return "sandbox: none → a plain subprocess, no isolation (ATTN_GRADER_SANDBOX=none)"
+    if level == "local":
+        return "sandbox: local → forked from the grading process, no isolation (a student's own pre-check only)"
+    problems = strict_problems(wall=True)
+    if not problems:
+        return f"sandbox: strict ({STRICT_LAYERS})" if level == "strict" else \
+            f"sandbox: auto → strict ({STRICT_LAYERS})"
+    missing = "; ".join(problems)
+    if level == "strict":
+        return f"sandbox: strict is unavailable here, missing: {missing}"
+    if strict_problems(wall=False) == []:
+        return ("sandbox: auto → namespaces, cgroup, seccomp and a uid per run, without the bubblewrap "
+                f"wall; missing: {missing}")
+    return ("sandbox: auto → a plain subprocess with resource limits only, not for untrusted students; "
+            f"missing: {missing}")

@@ -46,6 +46,7 @@ class CallResult:
     error: StudentError | None = None
     elapsed: float = 0.0            # as the child measured it: advisory
     wall: float = 0.0               # request sent to answer read, measured here
+    cpu: float | None = None        # CPU time the child's threads used for the request (kernel's count, read here)
     inputs_after: list | None = None
     blocked: list = field(default_factory=list)
     memory_peak: int | None = None  # bytes the run's cgroup grew by during the call (parent-measured)
@@ -109,6 +110,7 @@ class SandboxSession:
         self._output = ["", ""]
         self.started_at = time.monotonic()
         self.charged = 0.0  # the child's time so far: its requests' wall time less its waits for a core
+        self.last_cpu: float | None = None  # CPU seconds of the last request (WaitClock.cpu)
         self.restarts = 0
         self.last_load: LoadResult | None = None
         self.protocol_violations: list[str] = []
@@ -176,8 +178,11 @@ class SandboxSession:
         """Send one request and read one answer within ``limit`` seconds of the child's own time;
         a dead or silent child becomes a StudentError."""
         clock = WaitClock(self.child)
+        self.last_cpu = None
         try:
-            return self._answer(request, limit, max_bytes, clock)
+            answer = self._answer(request, limit, max_bytes, clock)
+            self.last_cpu = clock.cpu()
+            return answer
         except wire.WireTimeout:
             self.child.kill()
             status = self.child.describe_exit()
@@ -288,5 +293,5 @@ class SandboxSession:
             True, output=answer["output"], output_type=answer["output_type"],
             output_device=answer["output_device"], requires_grad=answer["requires_grad"],
             grads=answer["grads"], grad_error=answer["grad_error"], ops=answer["ops"],
-            elapsed=answer["elapsed"], wall=wall, inputs_after=answer["inputs_after"],
+            elapsed=answer["elapsed"], wall=wall, cpu=self.last_cpu, inputs_after=answer["inputs_after"],
             blocked=answer["blocked"], memory_peak=memory_peak)

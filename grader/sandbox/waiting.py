@@ -58,6 +58,20 @@ class WaitClock:
         self.start = {t: st for t in child_threads(child) if (st := _schedstat(t)) is not None}
         self.most = 0.0  # seconds: what ``waited()`` last found (read it when the child is gone)
 
+    def cpu(self) -> float | None:
+        """Seconds the child's threads ran on a CPU since the clock started (None where the kernel
+        does not say): the call's own cost, whatever else the host runs meanwhile."""
+        threads = child_threads(self.child)
+        if not threads:
+            return None
+        ran, seen = 0, False
+        for t in threads:
+            now = _schedstat(t)
+            if now is not None:
+                seen = True
+                ran += max(0, now[0] - self.start.get(t, (0, 0))[0])
+        return ran / 1e9 if seen else None
+
     def waited(self) -> float:
         ran = delayed = 0
         for t in child_threads(self.child):

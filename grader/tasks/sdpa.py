@@ -5,7 +5,8 @@ from . import Grading, Task, with_common_checks
 def build() -> Grading:
     import torch
 
-    from ..checks import at_scale, forbidden, gradients, masks, output, properties, scale, stability, weights
+    from ..checks import (at_scale, forbidden, gradients, masks, output, properties, scale, speed, stability,
+                          weights)
     from ..checks.base import Check
 
     return Grading(fingerprint=forbidden.SDPA_FINGERPRINT, checks=with_common_checks([
@@ -34,7 +35,7 @@ def build() -> Grading:
         Check("grad.at_scale", at_scale.sdpa_task, 0, needs=("grad.reference",), gates=("grad",)),
         Check("permutation.keys_queries", properties.permutation),
         Check("fully_masked.zeros", properties.fully_masked),
-        Check("speed.relative", properties.speed),
+        Check("speed.relative", speed.speed),
         Check("precision.float64", output.precision),
     ]))
 

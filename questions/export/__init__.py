@@ -9,6 +9,8 @@ is reproducible.
 """
 from __future__ import annotations
 
+import functools
+import threading
 from decimal import Decimal
 
 from .. import expr
@@ -24,14 +26,15 @@ DOWNLOADS = {"moodle-xml": (".xml", "application/xml"), "gift": (".gift.txt", "t
 
 
 def varies(question: Question) -> bool:
-    """Whether students get different versions: parameters, or options drawn from a pool."""
-    return question.parameterised or bool(question.data.get("show"))
+    """Whether students get different versions: parameters, drawn matrices, or options drawn from a pool."""
+    return len(question.variants()) > 1 or bool(question.data.get("show"))
 
 
 def instances(question: Question, lang: str, variants: int = 1) -> list[dict]:
     """The concrete variants of ``question`` to export, as plain dicts (see module doc)."""
     if not varies(question):
-        return [instance(question, variant_seed("export-1", question.id), {}, lang, question.id, "")]
+        return [instance(question, variant_seed("export-1", question.id), question.variants()[0], lang,
+                         question.id, "")]
     out, seen = [], []
     # walk the export students until enough distinct variants (a small space may run out)
     for k in range(1, 20 * variants + 1):
@@ -82,9 +85,15 @@ def instance(question: Question, seed: int, env: dict, lang: str, ident: str, su
             inst["unit"] = d["unit"][lang]
     elif kind == "ordering":
         inst["items"] = [{"id": i["id"], "text": t(i["text"])} for i in d["items"]]
+        inst["misplacements"] = [{"first": m["first"], "then": m["then"], "credit": m.get("credit", 0),
+                                  "feedback": t(m["feedback"])} for m in d.get("misplacements") or []]
     elif kind == "matching":
         inst["pairs"] = [{"id": p["id"], "left": t(p["left"]), "right": t(p["right"])} for p in d["pairs"]]
-        inst["distractors"] = [{"id": x["id"], "text": t(x["text"])} for x in d.get("distractors") or []]
+        inst["distractors"] = [{"id": x["id"], "text": t(x["text"]),
+                                "feedback": t(x["feedback"]) if x.get("feedback") else ""}
+                               for x in d.get("distractors") or []]
+    elif kind in ("matrix", "shape", "big_o"):
+        inst.update(typed_instance(question, env, t))
     elif kind == "code":
         inst.update(function=d["function"], template=d["template"], model_solution=d["model_solution"],
                     cases=d["cases"])
@@ -92,6 +101,34 @@ def instance(question: Question, seed: int, env: dict, lang: str, ident: str, su
         inst["rubric"] = [{"id": r["id"], "points": r["points"], "text": t(r["text"])} for r in d["rubric"]]
         inst["model_answer"] = t(d["model_answer"])
     return inst
+
+
+def typed_instance(question: Question, env: dict, t) -> dict:
+    """The key of a matrix, shape or big-O variant as the exporters need it. A matrix entry
+    (``ask: entry``) is a plain number with its mistakes, exported as a numeric question is."""
+    from .. import bigo, handcalc, shapes
+    d = question.data
+    mistakes = d.get("mistakes") or []
+    if question.kind == "matrix":
+        tol = handcalc.tolerance(d)
+        key = handcalc.asked(d, env, handcalc.result(d, env))
+        wrongs = [handcalc.asked(d, env, handcalc.compute(handcalc.mistake_settings(d, m), env)) for m in mistakes]
+        if not isinstance(key, list):
+            return {"ask": "entry", "answer": key, "answer_text": format_number(key), "tolerance": tol,
+                    "mistakes": [{"value": w, "tolerance": tol, "feedback": t(m["feedback"])}
+                                 for w, m in zip(wrongs, mistakes)]}
+        return {"ask": "matrix", "matrix": key, "tolerance": tol,
+                "mistakes": [{"matrix": w, "feedback": t(m["feedback"])} for w, m in zip(wrongs, mistakes)]}
+    if question.kind == "shape":
+        key = shapes.shape_value(d["answer"], env)
+        return {"shape": list(key), "answer_text": shapes.shape_text(key), "spellings": shapes.spellings(key),
+                "mistakes": [{"spellings": shapes.spellings(shapes.shape_value(m["value"], env)),
+                              "feedback": t(m["feedback"])} for m in mistakes]}
+    variables = d["variables"]
+    return {"expression": d["answer"], "answer_text": f"O({d['answer']})", "variables": list(variables),
+            "spellings": bigo.spellings(bigo.canonical(d["answer"], variables)),
+            "mistakes": [{"spellings": bigo.spellings(bigo.canonical(m["value"], variables)),
+                          "feedback": t(m["feedback"])} for m in mistakes]}
 
 
 def absolute_tolerance(tolerance: dict, value: float) -> float:
@@ -112,16 +149,27 @@ def all_instances(bank: Bank, lang: str, variants: int = 1) -> list[dict]:
     return [inst for q in bank for inst in instances(q, lang, variants)]
 
 
+_MARKDOWN = threading.local()  # a converter per thread: building one costs more than converting
+
+
+@functools.lru_cache(maxsize=8192)
 def markdown_html(text: str) -> str:
-    import markdown
-    return markdown.markdown(text, extensions=["fenced_code", "tables"])
+    """Markdown to HTML; the same texts recur in every variant and language of an export."""
+    converter = getattr(_MARKDOWN, "converter", None)
+    if converter is None:
+        import markdown
+        converter = _MARKDOWN.converter = markdown.Markdown(extensions=["fenced_code", "tables"])
+    return converter.reset().convert(text)
 
 
-def export(bank: Bank, fmt: str, lang: str = "en", variants: int = 1, output: str | None = None):
-    """Run one exporter; returns text (or, for QTI, the path written)."""
+def export(bank: Bank, fmt: str, lang: str = "en", variants: int = 1, output: str | None = None, *,
+           legacy_ordering: bool = False):
+    """Run one exporter; returns text (or, for QTI, the path written). ``legacy_ordering``: Moodle
+    XML writes ordering questions as matching to positions, for a Moodle before 4.4 that lacks
+    the ordering question type (their credit is then by absolute position)."""
     if fmt == "moodle-xml":
         from .moodle import to_moodle_xml
-        return to_moodle_xml(all_instances(bank, lang, variants))
+        return to_moodle_xml(all_instances(bank, lang, variants), legacy_ordering=legacy_ordering)
     if fmt == "gift":
         from .gift import to_gift
         return to_gift(all_instances(bank, lang, variants))
@@ -130,7 +178,7 @@ def export(bank: Bank, fmt: str, lang: str = "en", variants: int = 1, output: st
         return json.dumps({"format": "attn-grader-questions", "version": 1, "lang": lang,
                            "questions": all_instances(bank, lang, variants)}, ensure_ascii=False, indent=2)
     if fmt == "qti":
-        from .qti import write_qti
+        from .qti_package import write_qti
         if not output:
             raise ValueError("the QTI export writes several files: pass --output NAME.zip or a directory")
         return write_qti(all_instances(bank, lang, variants), output, lang)
@@ -146,7 +194,7 @@ def export_download(bank: Bank, fmt: str, lang: str = "en", variants: int = 1) -
         raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     suffix, content_type = DOWNLOADS[fmt]
     if fmt == "qti":
-        from .qti import qti_zip
+        from .qti_package import qti_zip
         content = qti_zip(all_instances(bank, lang, variants), lang)
     else:
         content = export(bank, fmt, lang, variants).encode("utf-8")

@@ -10,7 +10,14 @@ Same mapping as the Moodle XML export, within what GIFT can say:
   and no matching distractor: those go into ``//`` comments above the question (Moodle drops
   comments on import, so set the marks in the quiz);
 * a code question becomes an essay whose text shows the starter code (GIFT cannot set a
-  response template or a monospaced editor).
+  response template or a monospaced editor);
+* ordering is matching of each item to its position: GIFT has no ordering type, so the credit
+  is by absolute position there, not by relative order as in the service (a ``//`` comment
+  says so; Moodle XML carries Moodle's ordering type instead);
+* a matrix to fill in becomes an essay with the key in a comment (GIFT has no question with
+  several numeric blanks; Moodle XML writes it as Cloze); a matrix entry is numeric;
+* a shape or a big-O answer is a short answer that accepts the key's usual spellings, each
+  mistake's spellings at 0 % with its feedback.
 """
 from __future__ import annotations
 
@@ -58,7 +65,7 @@ def _question(inst: dict) -> str:
             else:
                 mark = f"~%{_fraction(100 / right if o['correct'] else -100 / wrong)}%"
             body.append(f"\t{mark}{_html(o['text'])}#{_html(o['feedback'])}")
-    elif kind == "numeric":
+    elif kind == "numeric" or kind == "matrix" and inst["ask"] == "entry":
         body.append(f"\t={plain_decimal(inst['answer'])}:{plain_decimal(inst['tolerance'])}")
         body += [f"\t=%0%{plain_decimal(m['value'])}:{plain_decimal(m['tolerance'])}#{_html(m['feedback'])}"
                  for m in inst["mistakes"]]
@@ -68,14 +75,25 @@ def _question(inst: dict) -> str:
             lines.append(_comment("distractors not expressible in GIFT: " +
                                   " | ".join(x["text"] for x in inst["distractors"])))
     elif kind == "ordering":
+        lines.append(_comment("GIFT has no ordering type: items are matched to positions and credited by "
+                              "absolute position (the Moodle XML export uses Moodle's ordering type)"))
         body += [f"\t={escape(i['text'])} -> {n}" for n, i in enumerate(inst["items"], 1)]
+    elif kind == "matrix" and inst["ask"] == "matrix":
+        lines.append(_comment("GIFT has no question with several numeric blanks: a hand-graded essay "
+                              "(the Moodle XML export writes a Cloze question). Key, each entry within "
+                              f"{plain_decimal(inst['tolerance'])}: " +
+                              "; ".join(", ".join(format_number(round(x, 4)) for x in row) for row in inst["matrix"])))
+    elif kind in ("shape", "big_o"):
+        body += [f"\t={escape(text)}" for text in inst["spellings"]]
+        body += [f"\t=%0%{escape(text)}#{_html(m['feedback'])}" for m in inst["mistakes"] for text in m["spellings"]]
     elif kind == "free_text":
         lines.append(_comment("rubric: " + " | ".join(f"[{format_number(r['points'])}] {r['text']}"
                                                        for r in inst["rubric"])))
         lines.append(_comment("model answer: " + inst["model_answer"].replace("\n", " ")))
     elif kind == "code":
         lines.append(_comment("reference solution:\n" + inst["model_solution"].rstrip()))
-    open_brace = "{#" if kind == "numeric" else "{"
+    numeric = kind == "numeric" or kind == "matrix" and inst["ask"] == "entry"
+    open_brace = "{#" if numeric else "{"
     text = f"{head}{open_brace}\n" + "\n".join(body) if body else head + open_brace
     if inst["explanation"]:
         text += f"\n\t####{_html(inst['explanation'])}"

@@ -1,10 +1,15 @@
 """IMS QTI 2.1: one assessmentItem per question variant plus an IMS content-package manifest.
 
-Written as a zip (``--output bank.zip``) or a directory. Interactions: choiceInteraction
+Packaged by :mod:`questions.export.qti_package` (a zip or a directory). Interactions: choiceInteraction
 (single: match_correct with per-option modal feedback; multiple: map_response with the
 same +1/R, -1/W weights as our grading), textEntryInteraction with a float response and an
 absolute tolerance (each common mistake is a further branch with its own tolerance and modal
-feedback), orderInteraction (a share of the points per item in its place, as in the bank),
+feedback), orderInteraction (credit by relative order, as in the bank: a share of the points
+for each pair of items in the key's order, and a misplacement's cap and feedback),
+a table of float textEntryInteractions for a matrix (a share per entry within the tolerance,
+a modal feedback when the whole matrix is a listed mistake; one entry is a numeric item),
+a string textEntryInteraction for a shape or a big-O answer (the key's usual spellings,
+compared with stringMatch, ignoring case; each mistake's spellings for its feedback),
 matchInteraction (directedPair, one point share per pair), extendedTextInteraction for free
 text and code (scored by hand: the rubric and model answer, or the reference solution, go into
 a ``rubricBlock`` for scorers; a code item shows its starter code). The explanation is a modal
@@ -12,17 +17,13 @@ feedback shown after every attempt. Validated in the tests against the IMS QTI 2
 """
 from __future__ import annotations
 
-import io
-import os
 import xml.etree.ElementTree as ET
-import zipfile
 
 from . import markdown_html, plain_decimal
 from ..messages import DECIMAL_POINT, in_language
 
 QTI_NS = "http://www.imsglobal.org/xsd/imsqti_v2p1"
 QTI_XSD = "http://www.imsglobal.org/xsd/qti/qtiv2p1/imsqti_v2p1.xsd"
-CP_NS = "http://www.imsglobal.org/xsd/imscp_v1p1"
 XSI_NS = "http://www.w3.org/2001/XMLSchema-instance"
 
 ET.register_namespace("", QTI_NS)
@@ -74,7 +75,7 @@ def _choice_id(oid: str) -> str:
 
 
 def build_item(inst: dict) -> ET.Element:
-    kind, points = inst["kind"], float(inst["points"])
+    kind, mode, points = inst["kind"], _mode(inst), float(inst["points"])
     item = ET.Element(_q("assessmentItem"), {
         "identifier": "Q_" + inst["id"].replace("-", "_"), "title": inst["title"],
         "adaptive": "false", "timeDependent": "false",
@@ -99,7 +100,7 @@ def build_item(inst: dict) -> ET.Element:
                 value = points / right if o["correct"] else -points / wrong
                 _sub(mapping, "mapEntry", {"mapKey": _choice_id(o["id"]), "mappedValue": f"{value:.6g}"})
         _outcomes(item, points, "single" if single else "multiple", explanation)
-    elif kind == "numeric":
+    elif mode == "numeric":
         decl = _sub(item, "responseDeclaration", {**resp, "cardinality": "single", "baseType": "float"})
         _sub(_sub(decl, "correctResponse"), "value", text=plain_decimal(inst["answer"]))
         _outcomes(item, points, "single" if inst["mistakes"] else None, explanation)
@@ -108,7 +109,17 @@ def build_item(inst: dict) -> ET.Element:
         correct = _sub(decl, "correctResponse")
         for i in inst["items"]:
             _sub(correct, "value", text=_choice_id(i["id"]))
-        _outcomes(item, points, None, explanation)
+        _outcomes(item, points, "multiple" if inst["misplacements"] else None, explanation)
+    elif mode == "grid":
+        for (r, c), x in _entries(inst):
+            decl = _sub(item, "responseDeclaration", {"identifier": f"R_{r}_{c}", "cardinality": "single",
+                                                      "baseType": "float"})
+            _sub(_sub(decl, "correctResponse"), "value", text=plain_decimal(x))
+        _outcomes(item, points, "single" if inst["mistakes"] else None, explanation)
+    elif mode == "text":
+        decl = _sub(item, "responseDeclaration", {**resp, "cardinality": "single", "baseType": "string"})
+        _sub(_sub(decl, "correctResponse"), "value", text=inst["answer_text"])
+        _outcomes(item, points, "single" if inst["mistakes"] else None, explanation)
     elif kind == "matching":
         decl = _sub(item, "responseDeclaration", {**resp, "cardinality": "multiple", "baseType": "directedPair"})
         correct = _sub(decl, "correctResponse")
@@ -125,7 +136,7 @@ def build_item(inst: dict) -> ET.Element:
 
     body = _sub(item, "itemBody")
     _html_into(body, inst["prompt"])
-    if kind == "numeric":
+    if mode in ("numeric", "grid"):
         _sub(body, "p", text=in_language(DECIMAL_POINT, inst["lang"]))
     if kind == "code":
         _sub(body, "pre", text=inst["template"].rstrip())
@@ -137,11 +148,15 @@ def build_item(inst: dict) -> ET.Element:
             fb = _sub(item, "modalFeedback", {"outcomeIdentifier": "FEEDBACK", "identifier": _choice_id(o["id"]),
                                               "showHide": "show"})
             _html_into(fb, o["feedback"])
-    if kind == "numeric":
+    if mode in ("numeric", "grid", "text"):
         for n, m in enumerate(inst["mistakes"], 1):
             fb = _sub(item, "modalFeedback", {"outcomeIdentifier": "FEEDBACK", "identifier": f"MISTAKE_{n}",
                                               "showHide": "show"})
             _html_into(fb, m["feedback"])
+    for n, m in enumerate(inst.get("misplacements") or [], 1):
+        fb = _sub(item, "modalFeedback", {"outcomeIdentifier": "FEEDBACK", "identifier": f"MISPLACED_{n}",
+                                          "showHide": "show"})
+        _html_into(fb, m["feedback"])
     if explanation:
         fb = _sub(item, "modalFeedback", {"outcomeIdentifier": "EXPLANATION", "identifier": "EXPLANATION",
                                           "showHide": "show"})
@@ -170,7 +185,16 @@ def _interaction(body: ET.Element, inst: dict) -> None:
                                                  "maxChoices": 1 if kind == "single" else 0})
         for o in inst["options"]:
             _html_into(_sub(inter, "simpleChoice", {"identifier": _choice_id(o["id"])}), o["text"], inline=True)
-    elif kind == "numeric":
+    elif _mode(inst) == "grid":
+        table = _sub(_sub(body, "table"), "tbody")
+        for r, row in enumerate(inst["matrix"], 1):
+            tr = _sub(table, "tr")
+            for c in range(1, len(row) + 1):
+                _sub(_sub(tr, "td"), "textEntryInteraction", {"responseIdentifier": f"R_{r}_{c}",
+                                                              "expectedLength": 8})
+    elif _mode(inst) == "text":
+        _sub(_sub(body, "p"), "textEntryInteraction", {"responseIdentifier": "RESPONSE", "expectedLength": 24})
+    elif _mode(inst) == "numeric":
         p = _sub(body, "p")
         _sub(p, "textEntryInteraction", {"responseIdentifier": "RESPONSE", "expectedLength": 12})
         if inst.get("unit"):
@@ -198,7 +222,7 @@ def _interaction(body: ET.Element, inst: dict) -> None:
 
 
 def _processing(item: ET.Element, inst: dict, points: float) -> None:
-    kind = inst["kind"]
+    kind, mode = inst["kind"], _mode(inst)
     if kind in ("free_text", "code") and not inst["explanation"]:
         return  # scored by the instructor
     rp = _sub(item, "responseProcessing")
@@ -207,23 +231,39 @@ def _processing(item: ET.Element, inst: dict, points: float) -> None:
         if kind == "multiple":
             _set(rp, "FEEDBACK", _var("RESPONSE"))
     elif kind == "ordering":
-        share = points / len(inst["items"])
-        for n, i in enumerate(inst["items"], 1):  # a share of the points for each item in its place
+        _ordering_processing(rp, inst, points)
+    elif mode == "grid":
+        share = points / sum(len(row) for row in inst["matrix"])
+        for (r, c), x in _entries(inst):  # a share of the points for each entry within the tolerance
             cond = _sub(_sub(rp, "responseCondition"), "responseIf")
-            test = _sub(cond, "match")
-            _sub(test, "index", {"n": n}).append(_var("RESPONSE"))
-            _sub(test, "baseValue", {"baseType": "identifier"}, _choice_id(i["id"]))
-            total = ET.Element(_q("sum"))
-            total.extend([_var("SCORE"), _base(share)])
-            _set(cond, "SCORE", total)
-    elif kind in ("single", "numeric"):
+            test = _equal(cond, inst["tolerance"])
+            test.extend([_var(f"R_{r}_{c}"), _base(x)])
+            _add_to_score(cond, share)
+        if inst["mistakes"]:
+            condition = _sub(rp, "responseCondition")
+            for n, m in enumerate(inst["mistakes"], 1):  # the whole matrix is a known mistake
+                branch = _sub(condition, "responseIf" if n == 1 else "responseElseIf")
+                every = _sub(branch, "and")
+                for (r, c), x in _entries({"matrix": m["matrix"]}):
+                    _equal(every, inst["tolerance"]).extend([_var(f"R_{r}_{c}"), _base(x)])
+                _set(branch, "FEEDBACK", _identifier(f"MISTAKE_{n}"))
+    elif mode == "text":
+        condition = _sub(rp, "responseCondition")
+        branch = _sub(condition, "responseIf")
+        _any_spelling(branch, inst["spellings"])
+        _set(branch, "SCORE", _base(points))
+        for n, m in enumerate(inst["mistakes"], 1):
+            branch = _sub(condition, "responseElseIf")
+            _any_spelling(branch, m["spellings"])
+            _set(branch, "FEEDBACK", _identifier(f"MISTAKE_{n}"))
+    elif mode in ("single", "numeric"):
         condition = _sub(rp, "responseCondition")
         cond = _sub(condition, "responseIf")
-        test = _equal(cond, inst["tolerance"]) if kind == "numeric" else _sub(cond, "match")
+        test = _equal(cond, inst["tolerance"]) if mode == "numeric" else _sub(cond, "match")
         test.append(_var("RESPONSE"))
         _sub(test, "correct", {"identifier": "RESPONSE"})
         _set(cond, "SCORE", _base(points))
-        if kind == "single":
+        if mode == "single":
             _set(rp, "FEEDBACK", _var("RESPONSE"))
         for n, m in enumerate(inst.get("mistakes") or [], 1):  # numeric: the known mistakes, for feedback
             branch = _sub(condition, "responseElseIf")
@@ -233,6 +273,62 @@ def _processing(item: ET.Element, inst: dict, points: float) -> None:
             _set(branch, "FEEDBACK", _identifier(f"MISTAKE_{n}"))
     if inst["explanation"]:
         _set(rp, "EXPLANATION", _identifier("EXPLANATION"))
+
+
+def _mode(inst: dict) -> str:
+    """How an item is built: a matrix entry is a numeric item; a whole matrix a grid of
+    numbers; a shape or a big-O answer one string; every other kind its own."""
+    if inst["kind"] == "matrix":
+        return "numeric" if inst["ask"] == "entry" else "grid"
+    return "text" if inst["kind"] in ("shape", "big_o") else inst["kind"]
+
+
+def _entries(inst: dict):
+    return [((r, c), x) for r, row in enumerate(inst["matrix"], 1) for c, x in enumerate(row, 1)]
+
+
+def _add_to_score(parent: ET.Element, share: float) -> None:
+    total = ET.Element(_q("sum"))
+    total.extend([_var("SCORE"), _base(share)])
+    _set(parent, "SCORE", total)
+
+
+def _any_spelling(parent: ET.Element, spellings: list[str]) -> None:
+    either = _sub(parent, "or")
+    for text in spellings:
+        match = _sub(either, "stringMatch", {"caseSensitive": "false"})
+        match.append(_var("RESPONSE"))
+        _sub(match, "baseValue", {"baseType": "string"}, text)
+
+
+def _before(parent: ET.Element, first: str, then: str, count: int) -> None:
+    """True when the response puts ``first`` somewhere before ``then`` (QTI has no "position of")."""
+    either = _sub(parent, "or")
+    for a in range(1, count + 1):
+        for b in range(a + 1, count + 1):
+            both = _sub(either, "and")
+            for n, oid in ((a, first), (b, then)):
+                test = _sub(both, "match")
+                _sub(test, "index", {"n": n}).append(_var("RESPONSE"))
+                _sub(test, "baseValue", {"baseType": "identifier"}, _choice_id(oid))
+
+
+def _ordering_processing(rp: ET.Element, inst: dict, points: float) -> None:
+    """A share of the points for each pair of items in the key's relative order; then each
+    misplacement the order makes caps the score and names itself in FEEDBACK."""
+    ids = [i["id"] for i in inst["items"]]
+    pairs = [(a, b) for n, a in enumerate(ids) for b in ids[n + 1:]]
+    for a, b in pairs:
+        cond = _sub(_sub(rp, "responseCondition"), "responseIf")
+        _before(cond, a, b, len(ids))
+        _add_to_score(cond, points / len(pairs))
+    for n, m in enumerate(inst["misplacements"], 1):
+        cond = _sub(_sub(rp, "responseCondition"), "responseIf")
+        _before(cond, m["then"], m["first"], len(ids))
+        capped = _sub(_sub(cond, "setOutcomeValue", {"identifier": "SCORE"}), "min")
+        capped.extend([_var("SCORE"), _base(points * m["credit"])])
+        named = _sub(_sub(cond, "setOutcomeValue", {"identifier": "FEEDBACK"}), "multiple")
+        named.extend([_var("FEEDBACK"), _identifier(f"MISPLACED_{n}")])
 
 
 def _equal(parent: ET.Element, tolerance: float) -> ET.Element:
@@ -268,53 +364,3 @@ def item_xml(inst: dict) -> bytes:
     item = build_item(inst)
     ET.indent(item)
     return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(item, encoding="utf-8", xml_declaration=False)
-
-
-def manifest_xml(instances: list[dict], lang: str) -> bytes:
-    ET.register_namespace("", CP_NS)
-    root = ET.Element(f"{{{CP_NS}}}manifest", {"identifier": f"MANIFEST_attn_grader_{lang}"})
-    meta = ET.SubElement(root, f"{{{CP_NS}}}metadata")
-    ET.SubElement(meta, f"{{{CP_NS}}}schema").text = "QTIv2.1 Package"
-    ET.SubElement(meta, f"{{{CP_NS}}}schemaversion").text = "1.0.0"
-    ET.SubElement(root, f"{{{CP_NS}}}organizations")
-    resources = ET.SubElement(root, f"{{{CP_NS}}}resources")
-    for inst in instances:
-        href = f"items/{inst['id']}.xml"
-        res = ET.SubElement(resources, f"{{{CP_NS}}}resource", {
-            "identifier": "RES_" + inst["id"].replace("-", "_"), "type": "imsqti_item_xmlv2p1", "href": href})
-        ET.SubElement(res, f"{{{CP_NS}}}file", {"href": href})
-    ET.indent(root)
-    data = b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="utf-8", xml_declaration=False)
-    ET.register_namespace("", QTI_NS)
-    return data
-
-
-def qti_files(instances: list[dict], lang: str) -> dict[str, bytes]:
-    files = {"imsmanifest.xml": manifest_xml(instances, lang)}
-    for inst in instances:
-        files[f"items/{inst['id']}.xml"] = item_xml(inst)
-    return files
-
-
-def qti_zip(instances: list[dict], lang: str) -> bytes:
-    """The content package as one zip (what an LMS's QTI import takes), in memory."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in qti_files(instances, lang).items():
-            zf.writestr(name, data)
-    return buf.getvalue()
-
-
-def write_qti(instances: list[dict], output: str, lang: str) -> str:
-    """Write a zip when ``output`` ends in .zip, else a directory; returns the path."""
-    if output.endswith(".zip"):
-        with open(output, "wb") as f:
-            f.write(qti_zip(instances, lang))
-        return output
-    files = qti_files(instances, lang)
-    for name, data in files.items():
-        path = os.path.join(output, name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as f:
-            f.write(data)
-    return output

@@ -4,10 +4,12 @@ The database is the queue (``claim``); a notification only wakes a worker to cla
 sooner. Without a broker the workers claim from the database by themselves, and
 ``DatabaseDispatcher`` wakes the idle ones on this host at once (``wakeup``) instead of
 leaving them to their next re-check. With ``ATTN_GRADER_BROKER_URL=redis://...`` (or
-``amqp://...`` for RabbitMQ) job ids travel through Dramatiq to ``attn-grader worker``
-processes on any host (``DramatiqDispatcher``). A message carries only the id; the worker
-claims the job with the same fenced code, so a duplicate or late message is harmless and a
-lost one is re-sent by the reconciler. ``stub://`` uses Dramatiq's in-memory StubBroker.
+``amqp://...`` for RabbitMQ) notifications travel through Dramatiq to ``attn-grader worker``
+processes on any host (``DramatiqDispatcher``). A message carries only the id of the job it
+was sent for and is a doorbell for its queue: the worker claims, with the same fenced code,
+the job there that has waited longest. So a duplicate or late message is harmless, and a
+lost one costs nothing while messages flow and seconds when they stop (an idle worker looks
+at the database, ``GradingWorker.look_when_idle``). ``stub://`` uses Dramatiq's StubBroker.
 
 The sending side (the web app, the reconciler, ``attn-grader regrade``) enqueues a
 ``dramatiq.Message`` for the actor by name, as Dramatiq's API allows for actors declared in
@@ -68,9 +70,13 @@ def make_broker(url: str, namespace: str = "attn_grader") -> dramatiq.Broker:
 
         return StubBroker()
     if url.startswith(("redis://", "rediss://", "unix://")):
+        import redis
         from dramatiq.brokers.redis import RedisBroker
 
-        return RedisBroker(url=url, namespace=namespace)
+        # Timeouts: a Redis that stops answering (a host cut off) fails a send or a fetch in
+        # seconds, as one that is down does, instead of hanging a web request or a worker.
+        client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=10)
+        return RedisBroker(client=client, namespace=namespace)
     if url.startswith(("amqp://", "amqps://")):
         from dramatiq.brokers.rabbitmq import RabbitmqBroker
 
@@ -79,9 +85,13 @@ def make_broker(url: str, namespace: str = "attn_grader") -> dramatiq.Broker:
 
 
 def declare_actors(broker: dramatiq.Broker, handle_job, max_grade_seconds: float) -> None:
-    """The worker's side: one actor per queue on ``broker``, each calling ``handle_job(job_id)``."""
+    """The worker's side: one actor per queue on ``broker``, each calling
+    ``handle_job(job_id, queue)``."""
     for queue in QUEUES:
-        dramatiq.actor(handle_job, broker=broker, actor_name=actor_name(queue), queue_name=queue,
+        def ring(job_id: int, queue: str = queue) -> None:
+            handle_job(job_id, queue)  # nothing returned: Dramatiq warns of any value per job
+
+        dramatiq.actor(ring, broker=broker, actor_name=actor_name(queue), queue_name=queue,
                        time_limit=int(2_000 * max_grade_seconds), **NO_RETRIES)
     # Dramatiq declares a delay queue beside each queue, and a worker consumes every declared
     # one. Nothing here is ever delayed (no retries, no eta), yet on Redis that consumer fetched

@@ -7,6 +7,11 @@ job's current attempt, so a worker that was presumed dead and comes back cannot 
 the run that replaced it. SQLite serialises claims with ``BEGIN IMMEDIATE``; PostgreSQL picks
 the next job with ``FOR UPDATE SKIP LOCKED`` so concurrent workers never wait on each other.
 
+Every claim takes the job that has waited longest (``queued_at``, then id), whether a worker
+polls or a broker message woke it: a job whose worker was lost keeps its place, so it is
+graded again ahead of everything queued after it, and a lost message delays nobody. The pick
+is a look-up in ``ix_grading_jobs_pending`` (unfinished jobs only), however long the history.
+
 A job grades either a submission or a quiz code answer (``quiz_try_id``); both go through
 the same claim, lease and fence, and differ only in what is read before and written after.
 """
@@ -20,7 +25,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import joinedload
 
 from ..db import write_session, writing
-from ..models import GradingJob, QuizAnswer, QuizAttempt, QuizTry, Result, Submission, utcnow
+from ..models import (PENDING_JOBS, GradingJob, QuizAnswer, QuizAttempt, QuizTry, Result,
+                      Submission, utcnow)
 
 J = GradingJob
 
@@ -83,24 +89,26 @@ def _take(conn, job_condition, worker: str, lease_seconds: float, now) -> Claim 
                  code=sub.code, device=run_device(row.queue), worker=worker)
 
 
+def next_job(queues, now):
+    """The id of the job on one of ``queues`` that has waited longest (a SELECT; claim_next
+    locks and takes it). Among the unfinished jobs, the partial index's rows, "queued, or
+    running with an expired lease" is "queued or lease_until < now": written so, no other
+    index can serve the OR, and the index is read in claim order up to its first match."""
+    return (select(J.id).where(PENDING_JOBS, J.queue.in_(list(queues)),
+                               or_(J.status == "queued", J.lease_until < now),
+                               J.attempts < J.max_attempts)
+            .order_by(J.queued_at, J.id).limit(1))
+
+
 def claim_next(engine: Engine, worker: str, queues=("cpu",), lease_seconds: float = 60.0,
                now=None) -> Claim | None:
-    """Claim the oldest claimable job on one of ``queues`` (the polling workers' path)."""
+    """Claim the job on one of ``queues`` that has waited longest; None if there is none."""
     now = now or utcnow()
-    pick = (select(J.id).where(_claimable(now), J.queue.in_(list(queues)))
-            .order_by(J.id).limit(1)
+    pick = (next_job(queues, now)
             .with_for_update(skip_locked=True)  # PostgreSQL; SQLite has BEGIN IMMEDIATE
             .scalar_subquery())
     with writing(engine).begin() as conn:
         return _take(conn, J.id == pick, worker, lease_seconds, now)
-
-
-def claim_job(engine: Engine, job_id: int, worker: str, lease_seconds: float = 60.0,
-              now=None) -> Claim | None:
-    """Claim one job by id (a broker delivered it); None if done, held or exhausted."""
-    now = now or utcnow()
-    with writing(engine).begin() as conn:
-        return _take(conn, J.id == job_id, worker, lease_seconds, now)
 
 
 def renew_lease(engine: Engine, claim: Claim, lease_seconds: float, now=None) -> bool:

@@ -1,13 +1,21 @@
 """The reconciler: nothing stays queued or running forever.
 
 - A ``running`` job whose lease expired lost its worker (killed, host gone). With attempts
-  left it is re-notified (a polling worker would claim it anyway); at ``max_attempts`` it is
-  marked failed with "grading host lost", which the student and the instructor see.
-- A ``queued`` job not claimed within ``queued_stale_seconds`` may have lost its message
-  (broker restart, publish failure); it is re-notified. Duplicates are harmless: claims are
-  conditional and results are fenced.
+  left, the next claim on its queue takes it, ahead of every job queued after it
+  (``claim.claim_next``), so it needs no message of its own; one doorbell is rung for it
+  anyway, once per lost attempt and by one host only, to wake a worker at once if all are
+  idle. At ``max_attempts`` it is marked failed with "grading host lost", which the student
+  and the instructor see.
 - A queued job on the ``gpu`` queue whose assignment only prefers a GPU (``prefer-gpu``) and
-  that no GPU worker claimed within ``gpu_fallback_seconds`` moves to the ``cpu`` queue.
+  that no GPU worker claimed within ``gpu_fallback_seconds`` moves to the ``cpu`` queue, and
+  that queue's doorbell is rung for it.
+- A job that merely waits in a long queue is not sent again: its own message, or any later
+  one, claims it in turn, and an idle worker looks at the database by itself. (Re-sending
+  every job that had waited two minutes added 1,623 messages to a 1,000-job burst.)
+
+Doorbells are marked (``notified_at``) by a conditional update in the same transaction that
+sends them: two hosts' reconcilers never ring for the same job, and a send that fails rolls
+the mark back, so the next run tries again.
 """
 from __future__ import annotations
 
@@ -15,7 +23,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, or_, select, update
 from sqlalchemy.engine import Engine
 
 from ..db import write_session
@@ -72,18 +80,16 @@ def reconcile(engine: Engine, dispatcher=None, *, queued_stale_seconds: float = 
             session.execute(update(J).where(J.id.in_(report.to_cpu), J.status == "queued")
                             .values(queue="cpu", notified_at=None))
 
-        stale = now - timedelta(seconds=queued_stale_seconds)
-        waiting = and_(J.status == "queued", func.coalesce(J.notified_at, J.queued_at) < stale)
-        if report.to_cpu:
-            waiting = or_(waiting, J.id.in_(report.to_cpu))
-        rows = session.execute(
-            select(J.id, J.queue).where(or_(and_(expired, J.attempts < J.max_attempts), waiting))
-            .order_by(J.id)).all()
-        if rows:
-            session.execute(update(J).where(J.id.in_([r.id for r in rows]))
-                            .values(notified_at=now))
-    if rows and dispatcher is not None:
-        dispatcher.notify([(r.id, r.queue) for r in rows])
+        # Not rung since this attempt's lease ran out (a claim sets the lease after the last
+        # ring), or never rung on its present queue.
+        unrung = and_(expired, J.attempts < J.max_attempts,
+                      or_(J.notified_at.is_(None), J.notified_at < J.lease_until))
+        moved = and_(J.status == "queued", J.notified_at.is_(None))
+        rows = session.execute(update(J).where(or_(unrung, moved)).values(notified_at=now)
+                               .returning(J.id, J.queue)).all()
+        rows.sort()
+        if rows and dispatcher is not None:  # before the commit: a failed send keeps no mark
+            dispatcher.notify([(r.id, r.queue) for r in rows])
     report.renotified = [r.id for r in rows]
     if report:
         log.info("reconciler: failed %s, re-notified %s, moved to cpu %s", report.failed,

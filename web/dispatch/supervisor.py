@@ -31,7 +31,10 @@ class WorkerSpec:
 
 
 def worker_specs(cpu_processes: int, gpus=(), prefix: str = "") -> list[WorkerSpec]:
-    host = prefix or os.uname().nodename
+    """Worker processes named ``<host>:<this command's pid>:cpu0`` and so on: two worker
+    commands on one host (or a host's successive ones) never share a name, which the jobs,
+    the results and ``attn_grader_workers_seen`` record."""
+    host = prefix or f"{os.uname().nodename}:{os.getpid()}"
     specs = [WorkerSpec(f"{host}:cpu{i}", "cpu", {"CUDA_VISIBLE_DEVICES": ""})
              for i in range(cpu_processes)]
     specs += [WorkerSpec(f"{host}:gpu{gpu}", "gpu", {"CUDA_VISIBLE_DEVICES": str(gpu)})

@@ -3,9 +3,15 @@
 Run as a process: ``python -m web.dispatch.worker --queues cpu`` (``serve`` and
 ``attn-grader worker`` start these). Without a broker it claims from the database, woken at
 once by a datagram when a job is queued on this host (``wakeup``) and re-checking every
-``POLL_SECONDS`` otherwise; with one it consumes Dramatiq messages carrying job ids. Either
-way the claim/fence code is the same, and each status change (claimed, stored) wakes the
-web requests waiting for that submission.
+``POLL_SECONDS`` otherwise; with one it consumes Dramatiq messages, each a doorbell for its
+queue, and when no message has come for ``POLL_SECONDS`` it looks at the database itself (a
+message lost with a Redis restart then costs seconds, not the reconciler's round). Either
+way a claim takes the job that has waited longest (``claim.claim_next``), one grading at a
+time per process, and each status change (claimed, stored) wakes the web requests waiting
+for that submission.
+
+While the database is unreachable (a restart) a claim or a result's store is retried with
+a growing pause, instead of dropping the message or the finished grading.
 
 A student program that crashes, times out or runs out of memory comes back from the grader
 as a report (a result). Only an exception from the grading machinery itself releases the job
@@ -14,6 +20,7 @@ for another attempt.
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
 import os
 import signal
@@ -24,10 +31,11 @@ import traceback
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from ..db import check_migrated, get_engine
 from ..services.grading import grading_seed, load_grade_function, report_to_dict
-from ..observability import configure_logging, log_context
+from ..observability import configure_logging, is_disk_full, log_context
 from . import claim as claims
 from . import wakeup
 from .threads import apply_threads, threads_per_worker
@@ -39,6 +47,28 @@ EXIT_STUCK = 75  # the process exited because a grading run outlived MAX_GRADE_S
 QUIZ_GRADE_FUNCTION = "web.services.quiz_grading:grade_code_try"
 DRAMATIQ_IDLE_MS = 30  # longest pause of an idle broker consumer between (cheap) fetches
 WARM_UP_TASK = "sdpa"  # graded once at start with the reference implementation (warm_up)
+RETRY_PAUSES = (0.5, 1.0, 2.0, 5.0)  # between tries while the database is unreachable; then 5 s
+
+
+def while_unreachable(what: str, call, budget: float):
+    """``call()``, tried again while the database is unreachable, for up to ``budget`` seconds.
+
+    A PostgreSQL restart takes seconds; the job's message or its finished grading should
+    outlive it. Errors that are not about reaching the database (a full disk included) are
+    raised at once, as is the last one after the budget.
+    """
+    deadline = time.monotonic() + budget
+    for attempt in itertools.count():
+        try:
+            return call()
+        except (OperationalError, InterfaceError) as exc:
+            pause = RETRY_PAUSES[min(attempt, len(RETRY_PAUSES) - 1)]
+            if is_disk_full(exc) or time.monotonic() + pause > deadline:
+                raise
+            reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0][:200]
+            log.warning("%s: the database is unreachable (%s); trying again in %.1f s", what,
+                        reason, pause)
+            time.sleep(pause)
 
 
 def apply_sandbox_prewarm(enabled: bool) -> None:
@@ -72,6 +102,11 @@ class GradingWorker:
         self.wake_directory = wakeup.wake_dir(config["DATABASE_URL"])
         self.relay = wakeup.RedisRelay.for_config(config)  # web hosts elsewhere learn too
         self.listener: wakeup.WakeListener | None = None
+        # How long a claim or a result's store waits out an unreachable database.
+        self.retry_budget = max(30.0, 2 * self.lease_seconds)
+        # One grading at a time: a broker message and the idle look at the database both claim.
+        self.grading = threading.Lock()
+        self.last_message = time.monotonic()  # when a broker message was last handled
 
     # -- one job -------------------------------------------------------------------------
     def process(self, claim: claims.Claim) -> str:
@@ -105,11 +140,15 @@ class GradingWorker:
         except Exception as exc:  # the grader itself failed: not the student's fault
             log.error("job %s attempt %s: grader error\n%s", claim.job_id, claim.attempt,
                       traceback.format_exc())
-            return claims.release(self.engine, claim, f"{type(exc).__name__}: {exc}") or "stale"
+            return while_unreachable(
+                f"job {claim.job_id}: releasing it",
+                lambda: claims.release(self.engine, claim, f"{type(exc).__name__}: {exc}"),
+                self.retry_budget) or "stale"
         finally:
             stop_renewing.set()
             renewer.join()
-        if claims.finish(self.engine, claim, data):
+        if while_unreachable(f"job {claim.job_id}: storing its result",
+                             lambda: claims.finish(self.engine, claim, data), self.retry_budget):
             return "done"
         log.warning("job %s attempt %s was superseded; result dropped", claim.job_id,
                     claim.attempt)
@@ -213,9 +252,48 @@ class GradingWorker:
                 pass
 
     # -- broker mode -----------------------------------------------------------------------
-    def handle_message(self, job_id: int) -> str | None:
-        claim = claims.claim_job(self.engine, job_id, self.name, self.lease_seconds)
-        return self.process(claim) if claim else None  # None: done, held or given up
+    def handle_message(self, job_id: int, queue: str = "cpu") -> str | None:
+        """A message rang ``queue``'s doorbell (for job ``job_id``): claim and grade the job
+        that has waited longest there. Usually that is ``job_id``; it is an older one when a
+        worker was lost or a message went missing, which then waits behind no later message.
+        A message that finds nothing (its job went with an earlier message or an idle look at
+        the database) does nothing. Returns the outcome, or None."""
+        with self.grading:
+            try:
+                claim = while_unreachable(
+                    f"message for job {job_id}",
+                    lambda: claims.claim_next(self.engine, self.name, [queue], self.lease_seconds),
+                    self.retry_budget)
+            except (OperationalError, InterfaceError) as exc:
+                log.warning("message for job %s: the database stayed unreachable (%s); the job "
+                            "waits for the next look at the database", job_id,
+                            type(exc).__name__)
+                claim = None
+            try:
+                return self.process(claim) if claim else None
+            finally:
+                self.last_message = time.monotonic()
+
+    def look_when_idle(self, queues, stop: threading.Event) -> None:
+        """Broker mode's backstop: once no message has come for ``POLL_SECONDS``, claim from
+        the database directly, as a polling worker does, until it has nothing left. Jobs whose
+        message was lost (a Redis restart, a web process that died before sending) are found
+        within seconds; with messages flowing, this costs nothing."""
+        idle = float(self.config["POLL_SECONDS"])
+        pause = idle
+        while not stop.wait(pause):
+            pause = idle
+            if time.monotonic() - self.last_message < idle or not self.grading.acquire(False):
+                continue  # messages are flowing, or one is being graded
+            try:
+                claim = claims.claim_next(self.engine, self.name, queues, self.lease_seconds)
+                if claim is not None:
+                    self.process(claim)
+                    pause = 0  # look again at once: more may be waiting
+            except Exception:  # the database is unavailable: the next look tries again
+                log.warning("worker %s: looking for jobs failed", self.name, exc_info=True)
+            finally:
+                self.grading.release()
 
     def run_dramatiq(self, queues, stop: threading.Event) -> None:
         import dramatiq
@@ -234,7 +312,7 @@ class GradingWorker:
                                  worker_timeout=DRAMATIQ_IDLE_MS)
         worker.start()
         try:
-            stop.wait()
+            self.look_when_idle(queues, stop)
         finally:
             worker.stop()
             broker.close()

@@ -2,7 +2,8 @@
 
 Quiz questions get a form class built for their kind (``answer_form``): radio buttons for
 one choice, checkboxes for several, one select per position for ordering and per left item
-for matching, a text field for numbers and a text area for code and free text.
+for matching, a text field for numbers, shapes and big-O expressions, a grid of boxes for a
+matrix and a text area for code and free text.
 
 Labels and messages are ``lazy_gettext`` strings: the classes are built at import, the text is
 looked up in the request's language when a page renders it. WTForms' own messages ("This field
@@ -246,10 +247,28 @@ def answer_form(question: dict, previous=None) -> FlaskForm:
         AnswerForm.choices = MultiCheckboxField(
             _l("Answer"), choices=labelled(question["options"]))
         data["choices"] = previous or []
-    elif kind == "numeric":
+    elif kind == "numeric" or kind == "matrix" and not question.get("answer_shape"):
         AnswerForm.number = StringField(_l("Answer"), validators=[InputRequired(_l("enter a number"))],
                                         render_kw={"inputmode": "decimal", "autocomplete": "off"})
         data["number"] = previous
+    elif kind == "matrix":  # one box per entry, rendered as a grid (quiz/_matrix_input.html)
+        rows, cols = question["answer_shape"]
+        for r in range(rows):
+            for c in range(cols):
+                setattr(AnswerForm, f"cell_{r}_{c}", StringField(
+                    _l("row %(row)s, column %(col)s", row=r + 1, col=c + 1),
+                    validators=[InputRequired(_l("fill in every entry"))],
+                    render_kw={"inputmode": "decimal", "autocomplete": "off", "size": 7}))
+                try:
+                    data[f"cell_{r}_{c}"] = previous[r][c]
+                except (TypeError, IndexError, KeyError):
+                    data[f"cell_{r}_{c}"] = ""
+    elif kind in ("shape", "big_o"):
+        example = "(2, 3, 4, 5)" if kind == "shape" else "O(n log n)"  # formats, never a key
+        AnswerForm.expression = StringField(
+            _l("Answer"), validators=[InputRequired(_l("enter an answer")), Length(max=200)],
+            render_kw={"autocomplete": "off", "spellcheck": "false", "placeholder": example})
+        data["expression"] = previous
     elif kind == "ordering":
         # Every position starts empty: pre-filled in the shown order, an unchanged answer would
         # be graded as the student's (and score partial credit for nothing).
@@ -287,8 +306,13 @@ def answer_from_form(question: dict, form: FlaskForm):
         return form.choice.data
     if kind == "multiple":
         return list(form.choices.data or [])
-    if kind == "numeric":
+    if kind == "numeric" or kind == "matrix" and not question.get("answer_shape"):
         return form.number.data.strip()
+    if kind == "matrix":
+        rows, cols = question["answer_shape"]
+        return [[getattr(form, f"cell_{r}_{c}").data.strip() for c in range(cols)] for r in range(rows)]
+    if kind in ("shape", "big_o"):
+        return form.expression.data.strip()
     if kind == "ordering":
         return [getattr(form, f"pos{i}").data for i in range(len(question["items"]))]
     if kind == "matching":

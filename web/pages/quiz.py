@@ -91,7 +91,7 @@ def start(slug: str):
 def answer(slug: str, question_id: str):
     assignment = _quiz(slug)
     session_db = db()
-    attempt = quizzes.open_attempt(session_db, current_user, assignment)
+    attempt = quizzes.open_attempt(session_db, current_user, assignment, lock=True)
     if attempt is None:
         flash(gettext("This quiz has no open attempt; start one first."), "error")
         return redirect(url_for("quiz.quiz", slug=slug))

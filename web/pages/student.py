@@ -6,6 +6,8 @@ from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redi
 from flask_babel import force_locale, gettext
 from flask_login import current_user, login_required
 
+from grader import TORCH_VERSION
+
 from ..extensions import state, submit_code
 from ..services import courses, grading, progress, submissions, waiting
 from . import charts
@@ -76,7 +78,8 @@ def task(slug: str):
                            spec_html=render_markdown(spec_text), spec_lang=spec_lang, form=form,
                            history=history, numbers=progress.attempt_numbers(history),
                            standing=standing,
-                           max_bytes=current_app.config["MAX_SUBMISSION_BYTES"])
+                           max_bytes=current_app.config["MAX_SUBMISSION_BYTES"],
+                           torch_version=TORCH_VERSION)  # the students' CPU install line
 
 
 @bp.get("/tasks/<slug>/starter.py")

@@ -3,6 +3,10 @@
 Every check of a deadline or an attempt limit for a student asks ``limits_for`` rather than
 reading the assignment, so an extension moves the submit form, the API, quiz starts and the
 standing shown on the home page together.
+
+Each such check is a count followed by an insert (a submission, a quiz attempt, a try), so a
+request first takes ``lock_student``: concurrent requests of one student then count one after
+another, and twenty submissions sent at once meet a limit of three exactly.
 """
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ..db import is_sqlite
+
 from ..models import Assignment, Extension, User
 
 
@@ -20,6 +26,19 @@ class Limits:
     deadline: datetime | None
     max_attempts: int | None  # None = unlimited
     extended: bool
+
+
+def lock_student(session: Session, user: User) -> None:
+    """Serialise this student's limit checks until the session's transaction ends.
+
+    PostgreSQL: the user's row, ``FOR NO KEY UPDATE`` (it does not block rows that merely
+    reference the user, nor other students). SQLite: a request that writes began its
+    transaction with ``BEGIN IMMEDIATE`` (``web.extensions.db_session``), which already holds
+    the database's one write lock, so there is nothing more to take.
+    """
+    if user.id is None or is_sqlite(session.get_bind()):
+        return
+    session.execute(select(User.id).where(User.id == user.id).with_for_update(key_share=True))
 
 
 def extension_for(session: Session, user: User, assignment: Assignment) -> Extension | None:

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session, joinedload, selectinload
 from ..models import (Assignment, GradingJob, ManualGrade, QuizAnswer, QuizAttempt, QuizTry,
                       Submission, User, utcnow)
 from . import quiz_policy
+from .extensions import limits_for, lock_student
 from .submissions import DEFAULT_MAX_BYTES, SubmissionRejected, decode_source, iso
 
 log = logging.getLogger(__name__)
@@ -81,10 +82,18 @@ def _with_answers():
             answers.selectinload(QuizAnswer.manual_grades))
 
 
-def open_attempt(session: Session, user: User, assignment: Assignment) -> QuizAttempt | None:
-    return session.scalar(select(QuizAttempt).where(
+def open_attempt(session: Session, user: User, assignment: Assignment, *,
+                 lock: bool = False) -> QuizAttempt | None:
+    """The student's open attempt. ``lock``: for a request that answers or starts one, first
+    wait for the student's other such requests (``lock_student``) and read it afresh, so that
+    answers sent at once are counted one after another against the answer policy."""
+    query = select(QuizAttempt).where(
         QuizAttempt.user_id == user.id, QuizAttempt.assignment_id == assignment.id,
-        QuizAttempt.status == "open").options(*_with_answers()))
+        QuizAttempt.status == "open").options(*_with_answers())
+    if lock:
+        lock_student(session, user)
+        query = query.execution_options(populate_existing=True)
+    return session.scalar(query)
 
 
 def get_attempt(session: Session, attempt_id: int) -> QuizAttempt | None:
@@ -110,14 +119,13 @@ def start_attempt(session: Session, user: User, assignment: Assignment,
 
     if assignment.kind != "quiz":
         raise QuizError(gettext("%(slug)s is not a quiz", slug=assignment.slug))
-    existing = open_attempt(session, user, assignment)
+    existing = open_attempt(session, user, assignment, lock=True)
     if existing is not None:
         return existing
     now = now or utcnow()
     used = session.scalar(select(func.count(QuizAttempt.id)).where(
         QuizAttempt.user_id == user.id, QuizAttempt.assignment_id == assignment.id))
     if not user.is_instructor:
-        from .extensions import limits_for
         limits = limits_for(session, user, assignment)  # the student's own, with an extension
         late = limits.deadline and now > limits.deadline
         if late and assignment.late_policy == "reject":

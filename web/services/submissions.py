@@ -23,7 +23,7 @@ from grader.notebook import CellMap, NotebookError, annotate_check, is_notebook,
 
 from ..i18n import grader_text
 from ..models import Assignment, GradingJob, Submission, User, utcnow
-from .extensions import limits_for
+from .extensions import limits_for, lock_student
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 64 * 1024
@@ -126,13 +126,37 @@ def _check_window(session: Session, user: User, assignment: Assignment, now: dat
                     slug=assignment.slug, wait=grader_text(wait_phrase(wait))), 429, retry_after=wait)
 
 
+def _check_defines_function(text: str, assignment: Assignment, filename: str) -> None:
+    """Refuse, before anything is counted, a file that surely does not define the function the
+    task grades (an sdpa file sent to mha): it could only score 0 and cost an attempt. A file
+    that does not parse is graded, so that its syntax error is explained."""
+    from grader.source import defines_name
+    from grader.tasks import TITLES
+
+    function = TITLES.get(assignment.task_id, ("", ""))[1]
+    if not function or defines_name(text, function) is not False:
+        return
+    message = gettext("%(file)s does not define %(function)s(), the function task %(slug)s grades; "
+                      "nothing was submitted and no attempt was counted",
+                      file=filename, function=function, slug=assignment.slug)
+    other = next((task for task, (_, other) in TITLES.items()
+                  if task != assignment.task_id and defines_name(text, other)), None)
+    if other:
+        message += " " + gettext("(it defines %(other)s(), the function of task %(task)s: is that the task "
+                                 "you meant?)", other=TITLES[other][1], task=other)
+    raise SubmissionRejected(message, 422)
+
+
 def submit(session: Session, user: User, assignment: Assignment, code: str | bytes, *,
            filename: str = "submission.py", dispatcher=None, max_bytes: int = DEFAULT_MAX_BYTES,
-           max_attempts: int = 3, now: datetime | None = None) -> Submission:
+           max_attempts: int = 3, now: datetime | None = None, require_function: bool = False) -> Submission:
     """Accept ``code`` from ``user`` for ``assignment``: commit it with its job, then notify.
 
     Raises ``SubmissionRejected`` (status 400/403/404/413/429) with a message for the user.
     ``max_attempts`` is the job's infrastructure retry budget, not the student's attempts.
+    ``require_function`` refuses (422) a file that surely does not define the task's function,
+    before it counts as an attempt: the grader's rule, so the service applies it when it grades
+    with the grader (``submit_code``), not with another ``GRADE_FUNCTION``.
     """
     now = now or utcnow()
     if is_notebook(filename):
@@ -144,10 +168,14 @@ def submit(session: Session, user: User, assignment: Assignment, code: str | byt
     staff = user.is_instructor
     if not staff and not assignment.visible:
         raise SubmissionRejected(gettext("unknown task %(slug)s", slug=repr(assignment.slug)), 404)
+    if require_function:
+        _check_defines_function(text, assignment, filename)
     if not staff and assignment.opens_at and now < assignment.opens_at:
         raise SubmissionRejected(
             gettext("%(slug)s opens at %(when)s", slug=assignment.slug,
                     when=iso(assignment.opens_at)), 403)
+    if not staff:  # from here to the commit, this student's other submissions wait
+        lock_student(session, user)
     limits = limits_for(session, user, assignment)  # the student's own, with an extension
     late = bool(limits.deadline and now > limits.deadline)
     if late and not staff and assignment.late_policy == "reject":
@@ -276,6 +304,7 @@ def submission_view(submission: Submission, viewer: User, now: datetime | None =
         "error_i18n": report.get("error_i18n") if error and error == report.get("error") else None,
         "scoring": scoring,
         "grader_version": submission.grader_version,
+        "torch_version": result.report.get("torch_version") if result else None,
         "submitted_at": iso(submission.created_at),
         "timings": {
             "queued_at": iso(job.queued_at if job else None),
