@@ -25,6 +25,7 @@ QUICK = [
     ["grading_limits.py", "--count", "40", "--repeat", "3"],
     ["check_cli.py", "--repeat", "3"],
     ["sandbox_latency.py", "-n", "5"],
+    ["at_scale_margin.py", "--repeat", "3"],   # grad.at_scale's budget against honest code and differences
     ["service_throughput.py", "--count", "40", "--clients", "10"],
 ]
 FULL = [

@@ -98,8 +98,8 @@ def _torch_version() -> str:
 
 def split_points(total: int, weights: list[int]) -> list[int]:
     """Integers proportional to ``weights`` that sum to ``total`` (largest remainder)."""
-    if not weights:
-        return []
+    if not weights or not sum(weights):  # no weights, or only weight-0 checks (gates, reported only)
+        return [0] * len(weights)
     raw = [total * w / sum(weights) for w in weights]
     pts = [int(r) for r in raw]
     for i in sorted(range(len(raw)), key=lambda i: raw[i] - pts[i], reverse=True)[: total - sum(pts)]:
@@ -361,6 +361,30 @@ def _with_needs(checks: list, only: str) -> list:
     return [c for c in checks if c.id in keep]
 
 
+def _apply_gates(report, t) -> None:
+    """A check that gates families (``Check.gates``) and failed for no named bug leaves them nothing,
+    knock-ons of a named bug included: what they check cannot be credited without what it shows. A
+    gate may have no points of its own (``weight=0``): its failure shows in the checks it gates."""
+    verdicts = {c.id: c for c in report.checks}
+    gates = {}
+    for check in t.checks:
+        if check.gates and check.id in verdicts and _gate_closed(verdicts[check.id]):
+            for family in check.gates:
+                gates.setdefault(family, check.id)
+    for c in report.checks:
+        gate = gates.get(c.id.split(".")[0])
+        if gate and c.id != gate and c.points:  # passed, or a knock-on given its points back
+            c.points, c.passed = 0, False
+            c.details.pop("because_of", None)
+            c.message = T("not scored: these points rest on {check}, which did not pass ({message})", check=gate,
+                          message=c.message)
+
+
+def _gate_closed(result) -> bool:
+    """A gating check failed for no named bug (a named bug's failure is that bug's, charged once)."""
+    return not result.passed and not result.details.get("diagnosis")
+
+
 def _run_checks(report, session, t, seed, device, add, progress, total, smallest=False):
     ctx = Context(session, t, seed, device, CHECK_SECONDS, smallest=smallest)
     checks_started = time.monotonic()
@@ -370,6 +394,7 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
     ctx.start("forbidden.runtime")
     ctx.fingerprint_samples = fresh_samples(ctx)  # before anything can use up the time budget
     kernel = kernel_output(t.fingerprint, ctx.fingerprint_samples)
+    gates = {c.id: c.gates for c in t.checks if c.gates}  # once one fails, its families score nothing
     for i, check in enumerate(main):
         if progress:
             progress(check.id, 3 + i, total)
@@ -384,6 +409,11 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
         if session.protocol_violations and not scan:
             add(check.id, False, T("skipped: your program wrote to the grader's answer channel, so "
                                    "nothing it computes can be trusted and nothing else is graded"),
+                {"skipped": True})
+            continue
+        gate = next((g for g in gates if check.family in gates[g]), None)
+        if gate and check.id != gate and any(c.id == gate and _gate_closed(c) for c in report.checks):
+            add(check.id, False, T("skipped: these points rest on {check}, which did not pass", check=gate),
                 {"skipped": True})
             continue
         if crashes >= CRASH_LIMIT:
@@ -416,6 +446,7 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
                            "none of your output checks shows attention)")
     if not detected and not unverified and shown:
         report.causes = charge_once(report.checks, t.points)
+    _apply_gates(report, t)
     for c in report.checks:
         if not c.passed and c.max_points and not c.details.get("skipped") and not c.id.startswith("load."):
             c.details["reproduce"] = f"attn-grader check FILE --task {t.id} --only {c.id}"

@@ -163,7 +163,7 @@ def test_local_and_server_reports_are_the_same(seeded_reports, local_reports, pa
 
 
 # The tasks whose named bugs all have a home family (grader/checks/variants.py: HOME).
-CHARGED_ONCE = ("sdpa", "mha")
+CHARGED_ONCE = ("sdpa", "mha", "sdpa_backward")
 SINGLE_BUG = [p for p in FILES if expected_family(p) and expected_family(p) != "forbidden" and not several_bugs(p)
               and _task(p) in CHARGED_ONCE]
 
@@ -174,6 +174,28 @@ def test_one_bug_is_charged_once(corpus_reports, path):
     report = corpus_reports[path]
     assert _lost(report) == {expected_family(path)}, (sorted(_lost(report)), report["summary"])
     assert len(report["causes"]) <= 1, report["summary"]
+
+
+# The tasks whose single-bug files name their bug: at least 80 % of them exactly one cause.
+NAMED = ("sdpa_backward",)
+
+
+@pytest.mark.parametrize("task_id", NAMED)
+def test_most_single_bug_files_name_exactly_one_cause(corpus_reports, task_id):
+    files = [p for p in SINGLE_BUG if _task(p) == task_id]
+    named = [p for p in files if len(corpus_reports[p]["causes"]) == 1]
+    assert files and len(named) >= 0.8 * len(files), sorted(set(files) - set(named))
+
+
+def test_gradients_no_backward_produced_score_nothing_where_gradients_are_graded(corpus_reports):
+    """Finite differences of a hand-written forward: right values, no backward. grad.at_scale fails,
+    says why, and every family it gates scores nothing (sdpa's version: tests/integrity)."""
+    report = corpus_reports[os.path.join(CORPUS, "sdpa_backward", "buggy", "numerical_gradients.py")]
+    at_scale = next(c for c in report["checks"] if c["id"] == "grad.at_scale")
+    assert not at_scale["passed"] and "numerical differentiation" in at_scale["message"]
+    gated = next(c.gates for c in TASKS["sdpa_backward"].checks if c.id == "grad.at_scale")
+    assert all(c["points"] == 0 for c in report["checks"] if c["id"].split(".")[0] in gated + ("grad",))
+    assert report["score"] <= 20
 
 
 @pytest.mark.parametrize("path", [p for p in FILES if expected_family(p) == "forbidden"],

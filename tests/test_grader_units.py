@@ -42,6 +42,7 @@ def test_points_sum_to_100_per_task():
     assert "heads" in TASKS["mha"].points
     assert sorted(TASKS) == sorted(TASK_IDS) and all(TITLES[t.id] == (t.title, t.function) for t in TASKS.values())
     assert split_points(10, [2, 1, 1]) == [5, 3, 2] or sum(split_points(10, [2, 1, 1])) == 10
+    assert split_points(10, [1, 0, 1]) == [5, 0, 5] and split_points(0, [0]) == [0]  # a gate has no points
     assert GRADER_VERSION
 
 

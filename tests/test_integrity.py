@@ -4,9 +4,9 @@ Each file in tests/integrity/ names its attack, its task and what it must get (`
 ``builtin`` (the default: built-in attention in some form) gets at most the load points and a
 failing ``forbidden`` check; ``protocol`` (a forged answer) gets a report, never an exception,
 with a protocol failure where the forgery reached the channel; ``notattention`` gets at most the
-load and forbidden points; ``inputs``/``scale`` fail that family; ``unloaded`` fails to load
-(score 0) with a report, never an exception; ``full`` scores 100; ``score<=N`` at most N (a
-charged-once rule it tries to buy); ``any`` only must not break the grader. Every file is graded
+load and forbidden points; ``inputs``/``scale`` fail that family; ``grad`` scores nothing in the
+gradient family (gradients the child made up); ``unloaded`` fails to load (score 0) with a report,
+never an exception; ``full`` scores 100; ``score<=N`` at most N (a charged-once rule it tries to buy); ``any`` only must not break the grader. Every file is graded
 at three sandbox levels: ``none``, where the harness is the child's ``__main__`` and easy to
 patch (so the parent's own checks are what stops it), ``local`` and ``auto``; a file about
 scoring rather than the child (``# levels: local``) at the levels it names.
@@ -83,7 +83,8 @@ def test_every_attack_family_is_present():
                      "empty_gradients", "hidden_mutation", "frozen_clock", "ignores_query_key", "returns_zeros",
                      "scale_probe_cheat", "fresh_interpreter", "undo_block", "coding_utf7", "bom_correct",
                      "scan_recursion", "parse_recursion", "parse_memory", "noise_where_masked",
-                     "float16_inside_everywhere", "inplace_hides_no_gradients", "probe_width_cheat"):
+                     "float16_inside_everywhere", "inplace_hides_no_gradients", "probe_width_cheat",
+                     "numpy_finite_differences", "restore_kernel_code", "quantizable_mha"):
         assert required in names
 
 
@@ -117,6 +118,11 @@ def test_attack_is_withstood(reports, path, level):
         assert report["score"] == 100, {c["id"]: c["message"] for c in report["checks"] if not c["passed"]}
     elif expect.startswith("score<="):
         assert report["score"] <= int(expect[len("score<="):]), (report["score"], report["summary"])
+    elif expect == "grad":  # right values no backward produced: the whole family scores nothing
+        gate = next(c for c in report["checks"] if c["id"] == "grad.at_scale")
+        assert not gate["passed"] and "numerical differentiation" in gate["message"], gate["message"]
+        assert any(i.startswith("grad.") for i in failed), sorted(failed)
+        assert all(c["points"] == 0 for c in report["checks"] if c["id"].startswith("grad.")), report["checks"]
     if os.path.basename(path) == "fresh_interpreter.py" and level != "auto":
         # the first call on fresh inputs already is the kernel's output: nothing more is run
         assert _skipped(report) and "bit-for-bit" in messages, messages[:400]

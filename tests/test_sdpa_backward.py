@@ -1,25 +1,41 @@
-"""The sdpa_backward task's own machinery: the hand-written variants, and autograd switched off in the child."""
+"""The sdpa_backward task's own machinery: the catalogue of wrong backwards, the autograd ban (by what a
+name resolves to, forward mode included), and autograd switched off in the child."""
 import pytest
 import torch
 
-from grader.checks import backward
+from grader.checks import autograd_ban, backward, backward_bugs
 from grader.sandbox import SandboxSession
 
-AUTOGRAD = '''
+# Reverse and forward mode, reached by names the source scan can and cannot read: the run-time block
+# must stop each route, in either of its layers (the Python raisers, or the native trap).
+ROUTES = '''
+import importlib
 import torch
 
-def f(x):
-    x = x.clone().requires_grad_(True)
-    return torch.autograd.grad((x * x).sum(), x)[0]
-'''
-ENGINE = '''
-import torch
+fw = importlib.import_module(bytes.fromhex("746f7263682e6175746f677261642e666f72776172645f6164").decode())
 
-def f(x):
-    x = x.clone().requires_grad_(True)
-    (x * x).sum().backward()
-    return x.grad
+
+def f(x, route):
+    if route == 0:
+        x = x.clone().requires_grad_(True)
+        return torch.autograd.grad((x * x).sum(), x)[0]
+    if route == 1:
+        x = x.clone().requires_grad_(True)
+        (x * x).sum().backward()
+        return x.grad
+    if route == 2:
+        with fw.dual_level():
+            return fw.unpack_dual(fw.make_dual(x, torch.ones_like(x)) ** 2).tangent
+    if route == 3:
+        jvp = getattr(getattr(torch, "fu" + "nc"), bytes.fromhex("6a7670").decode())
+        return jvp(lambda t: t * t, (x,), (torch.ones_like(x),))[1]
+    level = torch._C._enter_dual_level()
+    dual = torch.ops.aten._make_dual(x, torch.ones_like(x), level)
+    tangent = torch._VF._unpack_dual(dual * dual, level)[1]
+    torch._C._exit_dual_level(level)
+    return tangent
 '''
+ROUTE_NAMES = ("autograd.grad", "Tensor.backward", "forward_ad", "func.jvp", "aten._make_dual")
 
 
 def _inputs(L, S, seed=0):
@@ -28,37 +44,96 @@ def _inputs(L, S, seed=0):
     return r(2, L, 5), r(2, S, 5), r(2, S, 7), r(2, L, 7)
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"is_causal": True}, {"scale": 0.3},
-                                    {"attn_mask": torch.tensor([[True, False, True, True]] * 3)},
-                                    {"attn_mask": torch.tensor([[0.5, -1.0, float("-inf"), 2.0]] * 3,
-                                                               dtype=torch.float64)}])
+CASES = [{}, {"is_causal": True}, {"scale": 0.3}, {"attn_mask": torch.tensor([[True, False, True, True]] * 3)},
+         {"attn_mask": torch.tensor([[0.5, -1.0, float("-inf"), 2.0]] * 3, dtype=torch.float64)}]
+
+
+@pytest.mark.parametrize("kwargs", CASES)
 def test_the_hand_written_backward_is_autograds_and_every_bug_differs(kwargs):
     q, k, v, g = _inputs(3, 4)
+    args = (kwargs.get("attn_mask"), kwargs.get("is_causal", False), kwargs.get("scale"))
     ref = backward.reference_grads(q, k, v, g, **kwargs)
-    mine = backward.variant(q, k, v, g, **kwargs)
-    for a, b in zip(mine, ref):
+    correct, bugs = backward_bugs.hand_written(q, k, v, g, *args)
+    for a, b in zip(correct, ref):
         assert torch.allclose(a, b, atol=1e-12)
     flat = torch.cat([t.reshape(-1) for t in ref])
-    for name, wrong in backward._variants(q, k, v, g, kwargs.get("attn_mask"), kwargs.get("is_causal", False),
-                                          kwargs.get("scale")).items():
-        assert name in backward.BUGS
-        assert not torch.allclose(wrong, flat, atol=1e-6), name
+    for name, wrong in backward_bugs.candidates(q, k, v, g, *args).items():
+        assert name.split(":")[0] in backward.variants.BUGS, name
+        assert not torch.allclose(torch.cat([t.reshape(-1) for t in wrong]).nan_to_num(), flat, rtol=0,
+                                  atol=1e-7), name
+    if not kwargs:
+        assert all(torch.allclose(a, b, atol=1e-12) for a, b in zip(backward_bugs.closed_form(q, k, v, g), ref))
 
 
-def test_transposition_bugs_are_told_apart_only_where_shapes_allow():
-    q, k, v, g = _inputs(4, 4)
-    square = backward._variants(q, k, v, g, None, False, None)
+def test_shape_changing_bugs_are_candidates_only_where_the_shapes_allow():
+    square = backward_bugs.hand_written(*_inputs(4, 4))[1]
     assert {"dv_not_transposed", "dk_not_transposed", "dq_transposed", "dq_dk_swapped"} <= set(square)
-    q, k, v, g = _inputs(3, 4)
-    assert "dv_not_transposed" not in backward._variants(q, k, v, g, None, False, None)
+    assert not backward_bugs.SHAPE_BUGS & set(backward_bugs.hand_written(*_inputs(3, 4))[1])
 
 
-@pytest.mark.parametrize("source", [AUTOGRAD, ENGINE], ids=["autograd.grad", "Tensor.backward"])
-def test_autograd_raises_in_a_child_that_blocks_it_and_only_there(source):
-    x = torch.randn(3)
-    with SandboxSession(source, "f", level="auto") as free:
-        assert free.call(x).ok
-    with SandboxSession(source, "f", level="auto", block=("autograd",)) as blocked:
-        result = blocked.call(x)
-        assert not result.ok and result.error.exc_type == "AutogradDisabled"
-        assert any(b.startswith("autograd:") for b in result.blocked)
+def test_every_named_backward_bug_has_a_sentence_and_a_home_family():
+    from grader.checks.variants import HOME
+    for name in backward_bugs.BUGS:
+        assert backward.variants.explain(name) and HOME.get(name), name
+
+
+SCAN = {
+    # honest code: its own names, a NumPy layer's backward, a variable called grad, switching recording off
+    "import numpy as np\nclass S:\n  def backward(self, d): return d\nclass A:\n  def __init__(self): "
+    "self.softmax = S()\n  def f(self, d): return self.softmax.backward(d), self.W.grad\n": [],
+    "def f(grad, backward):\n  grad = grad * 2\n  return backward(grad)\n": [],
+    "import torch\nwith torch.no_grad(): pass\nwith torch.autograd.no_grad(): pass\n"
+    "torch.set_grad_enabled(False)\n": [],
+    "import torch\nclass F(torch.autograd.Function):\n  @staticmethod\n"
+    "  def backward(ctx, g): return g\n": [],
+    "class P:\n  def __init__(self, requires_grad=False): self.requires_grad = requires_grad\n"
+    "P(requires_grad=True)\n": [],
+    "import torch\nf = torch.func.vmap\ndef g(layer, d): return getattr(layer, 'backward')(d)\n": [],
+    # autograd, however it is named
+    "import torch\ndef f(q): return torch.autograd.grad(q, q)\n": ["torch.autograd.grad"],
+    "import torch as th\nag = th.autograd\ng = ag.grad\n": ["torch.autograd.grad"],
+    "from torch.autograd import grad as G\n": ["grad from torch.autograd"],
+    "import torch\ndef f(q):\n  (q*q).sum().backward()\n": [".backward"],
+    "def f(q):\n  q.requires_grad_()\n": [".requires_grad_"],
+    "def f(q):\n  q.requires_grad = True\n": ["requires_grad"],
+    "import torch\nx = torch.randn(3, requires_grad=True)\n": ["requires_grad"],
+    "import torch\nwith torch.enable_grad(): pass\ntorch.set_grad_enabled(True)\n": ["enable_grad", "set_grad_enabled"],
+    "import torch\n_e = getattr(torch, 'auto' + 'gr' + 'ad')\n": ["'autograd'"],
+    "import torch\nE = getattr(torch._C, '_Imperative' + 'Engine')\n": ["'engine'"],
+    "import sys\nsys.modules['torch.autograd'].grad\n": ["torch.autograd.grad"],
+    "exec('out.backward()')\n": [".backward"],
+    "import torch\ny = torch.ops.aten._softmax_backward_data\n": ["_softmax_backward_data"],
+    "import jax\n": ["jax"],
+    # forward mode, named as such
+    "import torch.autograd.forward_ad as fwAD\nwith fwAD.dual_level():\n  d = fwAD.make_dual(1, 1)\n":
+        ["dual_level (forward-mode", "make_dual (forward-mode"],
+    "from torch.func import jvp, jacfwd\n": ["jvp from torch.func (forward-mode", "jacfwd from torch.func"],
+    "import torch\nlvl = torch._C._enter_dual_level()\nd = torch._make_dual\n": ["_enter_dual_level", "_make_dual"],
+    "import importlib\nimportlib.import_module('torch.func').jvp\n": ["torch.func.jvp (forward-mode"],
+}
+
+
+@pytest.mark.parametrize("source", SCAN, ids=range(len(SCAN)))
+def test_the_scan_names_what_resolves_to_autograd_and_nothing_else(source):
+    found = " | ".join(f["what"] for f in autograd_ban.scan(source))
+    if not SCAN[source]:
+        assert not found
+    for part in SCAN[source]:
+        assert part in found, found
+
+
+def _blocked(result) -> bool:
+    """Refused by either layer: the Python raiser (AutogradDisabled) or the native trap's RuntimeError."""
+    return not result.ok and (result.error.exc_type == "AutogradDisabled" or "autograd" in result.error.message)
+
+
+def test_autograd_raises_in_a_child_that_blocks_it_and_only_there():
+    x = torch.randn(3, dtype=torch.float64)
+    with SandboxSession(ROUTES, "f", level="auto") as free:
+        for route, name in enumerate(ROUTE_NAMES):
+            result = free.call(x, route)
+            assert result.ok and torch.allclose(result.output, 2 * x), (name, result.error)
+    with SandboxSession(ROUTES, "f", level="auto", block=("autograd",)) as blocked:
+        for route, name in enumerate(ROUTE_NAMES):
+            result = blocked.call(x, route)
+            assert _blocked(result), (name, result.error, result.output)

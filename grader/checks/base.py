@@ -79,6 +79,7 @@ class Check:
     weight: int = 1
     post: bool = False   # runs after every other check, whatever happened before (crashes included)
     needs: tuple = ()    # checks whose verdict this one reads (ctx.passed_check): they run first
+    gates: tuple = ()    # families whose points rest on this check: unless it passes, they score nothing
 
     @property
     def family(self) -> str:
@@ -124,17 +125,21 @@ class Context:
         self.check_began = self.session.charged
 
     def call(self, *args, grad_output=None, wrt=(), during: str = "", measure_memory: bool = False,
-             run_on: str | None = None, **kwargs):
-        """Run the student function; raises StudentFailure if it raised, crashed or timed out."""
+             run_on: str | None = None, trace: bool = True, seconds: float | None = None, **kwargs):
+        """Run the student function; raises StudentFailure if it raised, crashed or timed out.
+
+        ``trace=False`` runs it without the advisory operation recorders, which cost a loop of
+        small torch calls 4-5x its own time: for the long calls whose time is what they test.
+        ``seconds`` is a budget of the call's own (of the child's own time; within the check's)."""
         left = self.check_seconds - (self.session.charged - self.check_began)
         if left <= 0:
             raise Fail(T("this check ran out of its time budget ({seconds:.0f} s): your function is too slow "
                          "on these small inputs", seconds=self.check_seconds))
-        limit = min(left, self.session.limits.call_seconds)
+        limit = min(left, self.session.limits.call_seconds, seconds or float("inf"))
         sent = [(f"arg{i}", a) for i, a in enumerate(args) if isinstance(a, torch.Tensor)] + \
                [(k, v) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
         echo = sum(t.numel() for _, t in sent) <= ECHO_LIMIT
-        result = self.session.call(*args, grad_output=grad_output, wrt=wrt, trace=True,
+        result = self.session.call(*args, grad_output=grad_output, wrt=wrt, trace=trace,
                                    timeout=limit, echo=echo, outputs=self.task.outputs,
                                    measure_memory=measure_memory, run_on=run_on, **kwargs)
         self.calls += 1

@@ -93,3 +93,69 @@ def dtype_case(dtype, make_args: Callable, spec: Outputs, shapes_of: Callable):
         return T("{count} {value} tensors of the expected shapes",
                  count=len(spec.names), value=str(dtype).replace('torch.', ''))
     return check
+
+
+def assess_parts(ctx, spec: Outputs, result, dtype, *, shapes: list, ref64, same, variants: Callable, what: str,
+                 parts: tuple | None = None, dtype_bug: str | None = None) -> tuple:
+    """(outputs, worst error of the right parts, failures) for one call's ``result``; raises Fail only
+    when no tuple of tensors came back, or a judged part has the wrong shape (``details["output"]``).
+
+    Each failure is (name, cause or None, note, comparison). ``variants()`` is called only on a miss
+    and returns {bug or "bug:value": tuple of tensors} (``key_name`` gives the bug of a key); a tuple
+    of such callables is tried in order until one names the miss (the cheap kinds first);
+    ``dtype_bug`` names the mistake of returning values right to the precision of another dtype
+    than the inputs'.
+    """
+    parts = tuple(parts or spec.names)
+    got = result.output
+    if isinstance(got, tuple) and len(got) == len(shapes):  # the parts not judged may have any shape
+        shapes = [s if n in parts or not isinstance(o, torch.Tensor) else tuple(o.shape)
+                  for n, s, o in zip(spec.names, shapes, got)]
+    outs = ctx.tuple_out(result, shapes, spec.names, what)
+    worst, failures, candidates = 0.0, [], None
+    for i, (name, out, r64, rs) in enumerate(zip(spec.names, outs, ref64, same)):
+        if name not in parts:
+            continue
+        cmp = compare(out, r64, allowance(r64, rs, dtype, spec.multiplier, spec.floor_factor))
+        if cmp.ok and out.dtype == dtype:
+            worst = max(worst, cmp.max_error)
+            continue
+        if out.dtype != dtype and dtype_bug and (cmp.ok or compare(out, r64, allowance(
+                r64, r64.to(out.dtype), out.dtype, spec.multiplier, spec.floor_factor)).ok):
+            failures.append((name, dtype_bug, T("your {name} is {got} for {want} inputs", name=name,
+                                                got=str(out.dtype).replace("torch.", ""),
+                                                want=str(dtype).replace("torch.", "")), cmp))
+            continue
+        got_i, cause = torch.nan_to_num(out.double(), nan=0.0), None
+        stages = variants if isinstance(variants, (tuple, list)) else (variants,)
+        for stage, more in enumerate(stages):  # the cheaper kinds of known bug first
+            if candidates is None or len(candidates) <= stage:
+                candidates = (candidates or []) + [{key: v for key, v in more().items() if v is not None}]
+            options = {key: torch.nan_to_num(v[i].double(), nan=0.0) for key, v in candidates[stage].items()
+                       if v[i].shape == out.shape}
+            cause = key_name(identify(got_i, options, relative_error(got_i, r64)))
+            if cause:
+                break
+        failures.append((name, cause, T("{name}: {comparison}", name=name, comparison=cmp.describe()), cmp))
+    if len(failures) < len(parts) or any(cause for _, cause, _, _ in failures):
+        ctx.attention_seen = True  # right, or a named bug of this task: it computes what the task is about
+    return outs, worst, failures
+
+
+def parts_failure(what, failures: list, *, explain: Callable | None = None, prefix: str = "") -> Fail:
+    """The Fail for ``assess_parts``' failures: the wrong parts, and the first named cause."""
+    causes = {name: cause for name, cause, _, _ in failures if cause}
+    first = next(iter(causes.values()), None)
+    joined = failures[0][2]
+    for _, _, note, _ in failures[1:]:
+        joined = T("{first}; {second}", first=joined, second=note)
+    cause_text = T(" Likely cause: {cause}.", cause=explain(first)) if first and explain else ""
+    return Fail(T("{what}: {prefix}{wrong} wrong ({notes}).{cause}", what=what, prefix=prefix,
+                  wrong=", ".join(name for name, *_ in failures), notes=joined, cause=cause_text),
+                {"case": what, "wrong": [name for name, *_ in failures], "diagnosis": first, "causes": causes,
+                 **failures[0][3].details()})
+
+
+def key_name(key: str | None) -> str | None:
+    """A variant's key without its parameter ("dk_overwritten:4" is the bug "dk_overwritten")."""
+    return key.split(":", 1)[0] if key else key

@@ -332,7 +332,66 @@ def block_autograd() -> None:
     targets += [(torch.autograd.functional, n) for n in ("vjp", "jvp", "jacobian", "hessian", "vhp", "hvp")]
     targets += [(torch.func, n) for n in ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
                                           "linearize")]
+    swaps = {}
     for owner, attr in targets:
         if hasattr(owner, attr):
-            setattr(owner, attr, _raiser(f"{getattr(owner, '__name__', 'torch')}.{attr}", autograd=True))
+            blocked = _raiser(f"{getattr(owner, '__name__', 'torch')}.{attr}", autograd=True)
+            swaps[id(getattr(owner, attr))] = blocked
+            setattr(owner, attr, blocked)
     torch.autograd.variable.Variable._execution_engine = _NoEngine()
+    swaps.update(_block_forward_mode())
+    _replace_everywhere(swaps)  # the other names torch binds them to (torch._functorch's, functorch's)
+
+
+# Forward-mode AD: one batched forward with one-hot tangents gives the whole Jacobian, so it is
+# autograd too. Every route makes a dual tensor (aten::_make_dual) inside a dual level.
+FORWARD_AD = ("dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual")
+
+
+def _block_forward_mode() -> dict:
+    """Dual levels and dual tensors raise: ``torch.autograd.forward_ad``, ``torch.func.jvp``/``jacfwd``
+    and ``torch.autograd.functional`` in forward mode all end there. Returns {id(original): raiser}."""
+    import torch._functorch.predispatch as predispatch
+    import torch.autograd.forward_ad as forward_ad
+    entry = {getattr(forward_ad, n): f"torch.autograd.forward_ad.{n}" for n in FORWARD_AD}
+    entry.update({getattr(torch._C, n): f"torch._C.{n}" for n in ("_enter_dual_level", "_exit_dual_level")})
+    entry.update({getattr(predispatch, n): f"torch._functorch.predispatch.{n}"
+                  for n in ("_enter_dual_level", "_exit_dual_level", "_make_dual", "_unpack_dual")
+                  if hasattr(predispatch, n)})
+    swaps = {id(original): _raiser(f"{name} (forward-mode autograd)", autograd=True)
+             for original, name in entry.items()}
+    # Below Python: every kernel of aten::_make_dual raises, however it is reached (torch._VF,
+    # torch.ops.aten, a dual level entered by hand), so no tensor can carry a tangent.
+    lib = torch._C._dispatch_library("IMPL", "aten", "")
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "overriding a previously registered kernel": that is the point
+        for key in ("CompositeExplicitAutograd", "CompositeImplicitAutograd", "Autograd", "ADInplaceOrView",
+                    "Functionalize", "CPU", "CUDA"):
+            if has("aten::_make_dual", key):
+                lib.impl("_make_dual", key, _raiser("aten::_make_dual (forward-mode autograd)", autograd=True),
+                         False)
+    _KEEP_ALIVE.append(lib)  # as the attention fallback's registration (the trap is the boundary)
+    return swaps
+
+
+# Where torch binds autograd's entry points under other names (torch.func's come from torch._functorch).
+AUTOGRAD_HOMES = re.compile(r"^(torch|torch\._C|(torch\.autograd|torch\.func|torch\._functorch|functorch)(\..*)?)$")
+
+
+def _replace_everywhere(swaps: dict) -> None:
+    """Every name an autograd module of torch binds to an original in ``swaps`` (by id) now binds
+    to its raiser."""
+    for module in list(sys.modules.values()):
+        name = getattr(module, "__name__", None)
+        if not isinstance(name, str) or not AUTOGRAD_HOMES.match(name):
+            continue
+        try:
+            found = [(attr, swaps[id(value)]) for attr, value in vars(module).items() if id(value) in swaps]
+        except TypeError:
+            continue
+        for attr, blocked in found:
+            try:
+                setattr(module, attr, blocked)
+            except (AttributeError, TypeError):
+                pass

@@ -5,7 +5,8 @@ from . import Grading, Task, with_common_checks
 def build() -> Grading:
     import torch
 
-    from ..checks import forbidden, gradients, masks, output, properties, scale, speed, stability, weights
+    from ..checks import (at_scale, forbidden, gradients, masks, output, properties, scale, speed, stability,
+                          weights)
     from ..checks.base import Check
 
     return Grading(fingerprint=forbidden.SDPA_FINGERPRINT, checks=with_common_checks([
@@ -31,6 +32,7 @@ def build() -> Grading:
         Check("batch.independent", properties.sdpa_batch),
         Check("grad.reference", gradients.sdpa_reference),
         Check("grad.gradcheck", gradients.sdpa_gradcheck, needs=("batch.independent",)),
+        Check("grad.at_scale", at_scale.sdpa_task, 0, needs=("grad.reference",), gates=("grad",)),
         Check("permutation.keys_queries", properties.permutation),
         Check("fully_masked.zeros", properties.fully_masked),
         Check("speed.relative", speed.speed),

@@ -1,28 +1,32 @@
 """Task ``sdpa_backward``: (dQ, dK, dV) of scaled dot-product attention by hand, autograd forbidden."""
 from . import Grading, Task, with_common_checks
 
+# The families whose points rest on the gradients coming from a backward pass (grad.at_scale, which
+# has no points of its own: it only shows that they do).
+GRADIENT_FAMILIES = ("output", "dtype", "jacobian", "scale", "mask", "causal")
+
 
 def build() -> Grading:
     import torch
 
-    from ..checks import backward, forbidden
+    from ..checks import at_scale, autograd_ban, backward, forbidden
     from ..checks.base import Check
 
+    right = backward.OUTPUT_CHECKS  # the property checks judge the gradients these found right
     return Grading(fingerprint=forbidden.BACKWARD_FINGERPRINT, checks=with_common_checks([
-        Check("forbidden.autograd_source", backward.autograd_static),
-        Check("output.shapes", backward.shapes, 2),
-        Check("output.square", backward.square),
-        Check("output.float64", backward.float64),
+        Check("forbidden.autograd_source", autograd_ban.static_check),
+        *(Check(check_id, backward.output_check(name)) for check_id, name in zip(right, backward.NAMES)),
         Check("dtype.float32", backward.dtype_case(torch.float32)),
         Check("dtype.float64", backward.dtype_case(torch.float64)),
-        Check("jacobian.peaked", backward.jacobian),
-        Check("scale.default", backward.scale_default),
-        Check("scale.argument", backward.scale_argument),
-        Check("mask.bool", backward.mask_bool),
-        Check("mask.float", backward.mask_float),
-        Check("causal.square", backward.causal_square),
-        Check("causal.rectangular", backward.causal_rectangular),
-    ], post=(Check("forbidden.autograd_runtime", backward.autograd_runtime, post=True),)))
+        Check("grad.at_scale", at_scale.backward_task, 0, needs=right, gates=GRADIENT_FAMILIES),
+        Check("jacobian.peaked", backward.jacobian, needs=right),
+        Check("scale.default", backward.scale_default, needs=right),
+        Check("scale.argument", backward.scale_argument, needs=right),
+        Check("mask.bool", backward.mask_bool, needs=right),
+        Check("mask.float", backward.mask_float, needs=right),
+        Check("causal.square", backward.causal_square, needs=right),
+        Check("causal.rectangular", backward.causal_rectangular, needs=right),
+    ], post=(Check("forbidden.autograd_runtime", autograd_ban.runtime_check, post=True),)))
 
 
 TASK = Task(
@@ -30,6 +34,6 @@ TASK = Task(
     home=__file__, positional=4, keywords=("attn_mask", "is_causal", "scale"),
     arg_names=("query", "key", "value", "grad_out"),
     points={"load": 5, "forbidden": 10, "output": 25, "dtype": 5, "jacobian": 15, "scale": 10, "mask": 15,
-            "causal": 10, "inputs": 5},
+            "causal": 10, "inputs": 5, "grad": 0},
     build=build, order=30, outputs=3, block=("autograd",),
 )
