@@ -1,7 +1,9 @@
-# attack: a 900-deep attribute chain ending in .grad makes ast.unparse raise RecursionError inside the
-# autograd source scan: a scan that cannot finish must be a detection, never a pass
+# attack: a 900-deep attribute chain ending in .autograd.grad made ast.unparse raise RecursionError inside
+# the autograd source scan, whose crash then passed. The scan now resolves what a name refers to without
+# recursion (a scan that still could not finish would be a detection, costing the file everything): this
+# dead chain names no module torch has, the backward is written by hand, and the file scores full marks
 # task: sdpa_backward
-# expect: builtin
+# expect: full
 import math
 
 import torch
