@@ -1,7 +1,10 @@
 """The decoder_attention task's reference and its wrong versions."""
 import torch
 
-from grader.checks import decoder
+from grader.checks import decoder, decoder_bugs
+from grader.checks.tuples import key_name
+from grader.checks.variants import home_family
+from grader.tasks import TASKS
 
 LENGTHS = (torch.tensor([6, 3, 1]), torch.tensor([8, 5, 2]))
 
@@ -28,10 +31,14 @@ def test_the_reference_is_the_contract_written_out():
     assert all(torch.allclose(a.double(), r, atol=1e-5) for a, r in zip(same, (self_out, cross_out)))
 
 
-def test_every_bug_changes_the_outputs():
+def test_every_wrong_layer_changes_the_outputs_and_is_explained():
     target, memory = _batch(1)
     ref = torch.cat([o.reshape(-1) for o in decoder.reference(target, memory, *LENGTHS)])
-    for bug in decoder.BUGS:
-        got = torch.cat([o.reshape(-1) for o in decoder.layer(target, memory, *LENGTHS, bug)])
-        assert not torch.allclose(torch.nan_to_num(got, nan=1e3), ref, atol=1e-6), bug
-        assert decoder.explain(bug) and decoder.explain(bug + ":keys_only") == decoder.explain(bug)
+    keys = decoder_bugs.catalogue(target.size(-1))
+    for key in keys:
+        got = torch.cat([o.reshape(-1) for o in decoder_bugs.layer(target, memory, *LENGTHS, key)])
+        assert not torch.allclose(torch.nan_to_num(got, nan=1e3), ref, atol=1e-6), key
+        assert decoder_bugs.explain(key), key
+        assert home_family(key_name(key), TASKS["decoder_attention"].points), key
+    named = {key_name(k) for k in keys} | {"outputs_wrong_dtype"}
+    assert set(decoder_bugs.BUGS) <= named

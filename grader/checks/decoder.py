@@ -6,105 +6,19 @@ cross-attention of self_out to the encoder output ``memory``; each sequence b ha
 ``target_lengths[b]`` real positions of T and ``memory_lengths[b]`` of S, the rest is padding.
 Padded keys get no weight, the cross-attention is not causal, and both outputs are zero at
 padded target positions. The student builds the padding masks; the parent computes the
-reference and the usual wrong versions from the reference attention in float64.
+reference, and on a miss the known wrong layers (``decoder_bugs``), in float64.
 """
 from __future__ import annotations
 
 import torch
 
 from reference_impl import scaled_dot_product_attention
-from . import tuples, variants
+from . import tuples
+from .decoder_bugs import NAMES, explain, keep_keys, layer, wrong_layers
 from .tuples import Outputs, judge
-from ..i18n import N_, T
+from ..i18n import T
 
-NAMES = ("self_out", "cross_out")
-BUGS = {
-    "padding_polarity": N_("your padding mask has the wrong polarity: positions j < length are the real ones "
-                           "(True = may attend), j >= length is padding"),
-    "padding_on_queries": N_("you mask padded queries (rows) instead of padded keys (columns): every real query "
-                             "must not attend to padded keys, so the mask is (B, 1, 1, S)-shaped over the keys"),
-    "causal_in_cross": N_("your cross-attention is causal: the decoder may see the whole encoder output; only "
-                          "the self-attention hides future target positions"),
-    "self_not_causal": N_("your self-attention is not causal: target position i may attend only to 0..i"),
-    "lengths_plus_one": N_("your lengths are off by one: you let position j = length (the first padded one) be "
-                           "attended; the real positions are 0..length-1"),
-    "lengths_minus_one": N_("your lengths are off by one: you hide position length-1, the last real one; the "
-                            "real positions are 0..length-1"),
-    "padded_rows_not_zeroed": N_("the outputs at padded target positions must be zero (they are padding): "
-                                 "multiply by the target's padding mask"),
-    "memory_lengths_for_target": N_("you use the memory lengths for the target's padding (or the other way round)"),
-    "cross_queries_from_target": N_("your cross-attention's queries are the target; in a decoder layer they are "
-                                    "the self-attention's output (self_out)"),
-    "no_scale": N_("you do not scale the scores: divide Q·Kᵀ by √D before the softmax"),
-}
-# The family each of these bugs is charged to (grader/causes.py), and their sentences for it.
-variants.register(BUGS, {
-    "padding_polarity": ("padding",), "padding_on_queries": ("padding",), "causal_in_cross": ("cross",),
-    "self_not_causal": ("causal",), "lengths_plus_one": ("lengths",), "lengths_minus_one": ("lengths",),
-    "padded_rows_not_zeroed": ("padding",), "memory_lengths_for_target": ("padding",),
-    "cross_queries_from_target": ("output",),
-})
-
-
-def explain(name):
-    """The sentence for a bug; "bug:keys_only" is the same bug with the output rows zeroed right."""
-    text = BUGS.get(name.split(":")[0], "") if name else ""
-    return T(text) if text else ""  # a T: rendered in the reader's language
-
-
-SPEC = Outputs(names=NAMES, explain=explain)
-# Bugs that do not touch the target's key mask: zeroing the rows "correctly" changes nothing.
-NO_SCOPE = {f"{b}:keys_only" for b in ("causal_in_cross", "self_not_causal", "cross_queries_from_target",
-                                       "no_scale", "padded_rows_not_zeroed", "padding_on_queries")}
-
-
-def keep_keys(lengths, n, shift=0):
-    """(B, 1, n): True where key j < length (+ shift) is a real position."""
-    return (torch.arange(n)[None, :] < (lengths[:, None] + shift))[:, None, :]
-
-
-def layer(target, memory, t_len, m_len, bug=None):
-    """The reference (bug None) or one wrong version, in float64; NaN marks a fully masked row.
-
-    A student usually zeroes the padded output rows with the same mask they built for the keys,
-    so a wrong mask is applied to the rows too; "bug:keys_only" zeroes the rows correctly.
-    """
-    bug, _, scope = (bug or "").partition(":")
-    bug = bug or None
-    x, mem = target.double(), memory.double()
-    B, T, _ = x.shape
-    S = mem.size(1)
-    shift = {"lengths_plus_one": 1, "lengths_minus_one": -1}.get(bug, 0)
-    tl, ml = (m_len, t_len) if bug == "memory_lengths_for_target" else (t_len, m_len)
-    t_keys, m_keys = keep_keys(tl, T, shift), keep_keys(ml, S, shift)
-    if bug == "padding_polarity":
-        t_keys, m_keys = ~t_keys, ~m_keys
-    if bug == "padding_on_queries":
-        t_keys = keep_keys(tl, T).transpose(1, 2).expand(B, T, T)
-        m_keys = keep_keys(tl, T).transpose(1, 2).expand(B, T, S)
-    causal = torch.ones(T, T, dtype=torch.bool).tril()
-    self_mask = t_keys & causal if bug != "self_not_causal" else t_keys.expand(B, T, T)
-    scale = 1.0 if bug == "no_scale" else None
-    self_out = _attend(x, x, self_mask, scale)
-    cross_mask = m_keys & torch.ones(T, S, dtype=torch.bool).tril() if bug == "causal_in_cross" \
-        else m_keys.expand(B, T, S)
-    queries = x if bug == "cross_queries_from_target" else self_out
-    cross_out = _attend(queries, mem, cross_mask, scale)  # a NaN query row stays NaN
-    if bug != "padded_rows_not_zeroed":
-        if scope == "keys_only" or bug == "padding_on_queries":
-            rows = keep_keys(t_len, T)
-        else:  # the key mask as built, wrong lengths or polarity included
-            rows = t_keys
-        rows = rows.transpose(1, 2)  # (B, T, 1): the target positions kept
-        self_out, cross_out = (torch.where(rows, o, torch.zeros_like(o)) for o in (self_out, cross_out))
-    return self_out, cross_out
-
-
-def _attend(q, kv, keep, scale=None):
-    """Reference attention, but a fully masked row is NaN (what masked_fill(-inf) gives), not zeros."""
-    out = scaled_dot_product_attention(q, kv, kv, keep, scale=scale)
-    dead = ~keep.any(-1, keepdim=True)
-    return torch.where(dead, torch.full_like(out, float("nan")), out)
+SPEC = Outputs(names=NAMES, explain=explain, dtype_bug="outputs_wrong_dtype")
 
 
 def reference(target, memory, t_len, m_len, dtype=None):
@@ -120,14 +34,12 @@ def reference(target, memory, t_len, m_len, dtype=None):
     return torch.where(rows, self_out, zero), torch.where(rows, cross_out, zero)
 
 
-def run_decoder(ctx, target, memory, t_len, m_len, *, what: str, bugs=tuple(BUGS)):
+def run_decoder(ctx, target, memory, t_len, m_len, *, what: str):
     outs, worst = judge(ctx, SPEC, (target, memory, t_len, m_len), {},
                         shapes=[target.shape, target.shape],
                         ref64=reference(target, memory, t_len, m_len),
                         same=reference(target, memory, t_len, m_len, target.dtype),
-                        variants=lambda: {name: layer(target, memory, t_len, m_len, name)
-                                          for b in bugs for name in (b, b + ":keys_only")
-                                          if name not in NO_SCOPE},
+                        variants=lambda: wrong_layers(target, memory, t_len, m_len),
                         what=what)
     return worst
 

@@ -24,6 +24,7 @@ class Outputs:
     explain: Callable[[str], str]   # bug name -> the sentence for the student
     multiplier: float = OUTPUT_MULTIPLIER
     floor_factor: float = 1.0
+    dtype_bug: str | None = None    # the named bug of outputs in another dtype than the inputs'
 
 
 def flat(tensors) -> torch.Tensor:
@@ -57,7 +58,7 @@ def judge(ctx, spec: Outputs, args: tuple, kwargs: dict, *, shapes: list, ref64,
         elif out.dtype != dtype:
             raise Fail(T("{what}: your {name} is {got} for {want} inputs: return the inputs' dtype", what=what,
                          name=name, got=str(out.dtype).replace("torch.", ""), want=str(dtype).replace("torch.", "")),
-                       {"output": name, "output_dtype": str(out.dtype)})
+                       {"output": name, "output_dtype": str(out.dtype), "diagnosis": spec.dtype_bug})
     if not failures:
         ctx.attention_seen = True
         return outs, worst
@@ -67,7 +68,7 @@ def judge(ctx, spec: Outputs, args: tuple, kwargs: dict, *, shapes: list, ref64,
     candidates = {bug: torch.nan_to_num(flat(v), nan=0.0) for bug, v in variants().items()
                   if v is not None and all(a.shape == b.shape for a, b in zip(v, outs))}
     got = torch.nan_to_num(flat(outs), nan=0.0)
-    cause = identify(got, candidates, relative_error(got, flat(ref64)))
+    cause = key_name(identify(got, candidates, relative_error(got, flat(ref64))))  # "bug:detail" -> bug
     if cause:
         ctx.attention_seen = True  # a named bug of this task: the function computes what the task is about
     name, cmp = failures[0]
@@ -89,7 +90,7 @@ def dtype_case(dtype, make_args: Callable, spec: Outputs, shapes_of: Callable):
             if out.dtype != dtype:
                 raise Fail(T("for {want} inputs your {name} is {got}", want=str(dtype).replace("torch.", ""),
                              name=name, got=str(out.dtype).replace("torch.", "")),
-                           {"output": name, "output_dtype": str(out.dtype)})
+                           {"output": name, "output_dtype": str(out.dtype), "diagnosis": spec.dtype_bug})
         return T("{count} {value} tensors of the expected shapes",
                  count=len(spec.names), value=str(dtype).replace('torch.', ''))
     return check

@@ -276,11 +276,12 @@ STRUCTURAL = {"split_no_transpose", "merge_no_transpose", "split_merge_no_transp
 
 def register(bugs: dict, homes: dict) -> None:
     """A task's own named bugs and the family each is charged to (its check module calls this when
-    imported). A name attention already has keeps attention's sentence and home."""
+    imported). A name attention already has keeps attention's sentence, and its homes come first:
+    the task's are added after them (a task is charged in the first of them it has)."""
     for name, text in bugs.items():
         BUGS.setdefault(name, text)
     for name, families in homes.items():
-        HOME.setdefault(name, families)
+        HOME[name] = HOME.get(name, ()) + tuple(f for f in families if f not in HOME.get(name, ()))
 
 
 def home_family(name: str, families) -> str | None:
