@@ -10,9 +10,12 @@ rows left non-zero. Everything is float64; a row with nothing left to attend to 
 masked_fill(-inf) and a softmax give it (``tuples.judge`` matches NaN to NaN or zero only).
 
 A bug with a detail the student chose has one candidate per choice, keyed ``name:detail``
-(``tuples.key_name`` gives the name back). A student usually zeroes the padded output rows with
-the mask they built for the keys, so a wrong key mask zeroes the wrong rows too; ``name:keys_only``
-is the same bug with the rows zeroed right.
+(``tuples.key_name`` gives the name back; several details are joined by commas). A student usually
+zeroes the padded output rows with the mask they built for the keys, so a wrong key mask zeroes the
+wrong rows too; ``keys_only`` is the same bug with the rows zeroed right. Most public code fills
+masked scores with a large finite number (-1e9, -1e4, finfo.min) rather than -inf: where a bug
+leaves a row (or, for a softmax over the queries, a column) with nothing to attend to, that gives
+equal weights instead of NaN; ``finite`` is the bug with such a fill.
 """
 from __future__ import annotations
 
@@ -84,6 +87,10 @@ MASK_SLIPS = {"mask_multiply": {"multiply_mask": True}, "masked_fill_zero": {"fi
               "mask_after_softmax": {"after": True}, "bool_mask_added": {"added": True}}
 MASK_FILLS = ("-1e9", "-1e4")   # additive masks' finite fills in public code (multiplied: ± huge, not NaN)
 SCALES = ("no_scale", "scale_dk", "scale_sqrt_mult", "scale_seq_len")
+# The bugs that can leave a row (or column) fully masked, where a finite fill differs from -inf.
+EMPTY_ROWS = ("padding_polarity", "padding_polarity:keys_only", "lengths_minus_one", "lengths_minus_one:keys_only",
+              "causal_reversed:strict", "float_mask_compared", "softmax_queries")
+FINITE_FILL = -1e9  # any fill this large gives the same weights: exp(fill - max) is 0 in float64
 
 
 def explain(name):
@@ -99,6 +106,7 @@ def catalogue(D: int) -> list:
             "causal_in_cross", "cross_queries_from_target", *SCALES, "softmax_queries", *MASK_SLIPS,
             "bool_mask_added:before_scale", *(f"float_mask_multiplied:{f}" for f in MASK_FILLS),
             "float_mask_compared"]
+    keys += [key + ("," if ":" in key else ":") + "finite" for key in EMPTY_ROWS]
     heads = [h for h in range(2, D + 1) if D % h == 0]
     return keys + [f"{b}:{h}" for b in ("heads_split", "heads_scale_dmodel") for h in heads]
 
@@ -111,6 +119,7 @@ def keep_keys(lengths, n, shift=0):
 def layer(target, memory, t_len, m_len, bug=None):
     """The reference (bug None) or one wrong version (a key of ``catalogue``), in float64."""
     name, _, detail = (bug or "").partition(":")
+    flags = set(detail.split(","))
     x, mem = target.double(), memory.double()
     B, T, D = x.shape
     S = mem.size(1)
@@ -119,13 +128,13 @@ def layer(target, memory, t_len, m_len, bug=None):
     t_keys, m_keys = keep_keys(tl, T, shift), keep_keys(ml, S, shift)
     if name == "padding_polarity":
         t_keys, m_keys = ~t_keys, ~m_keys
-    rows = keep_keys(t_len, T) if detail == "keys_only" else t_keys  # the target rows the student keeps
+    rows = keep_keys(t_len, T) if "keys_only" in flags else t_keys  # the target rows the student keeps
     if name == "padding_on_queries":
         rows = keep_keys(t_len, T)
         t_keys = rows.transpose(1, 2).expand(B, T, T)
         m_keys = rows.transpose(1, 2).expand(B, T, S)
     causal = torch.ones(T, T, dtype=torch.bool)
-    causal = causal.triu(1 if detail == "strict" else 0) if name == "causal_reversed" else causal.tril()
+    causal = causal.triu(1 if "strict" in flags else 0) if name == "causal_reversed" else causal.tril()
     self_keep = t_keys.expand(B, T, T) if name == "self_not_causal" else t_keys & causal
     cross_keep = m_keys & torch.ones(T, S, dtype=torch.bool).tril() if name == "causal_in_cross" \
         else m_keys.expand(B, T, S)
@@ -139,7 +148,7 @@ def layer(target, memory, t_len, m_len, bug=None):
                 }.get(name, 1 / math.sqrt(D))
 
     def one(q, kv, keep, n_keys):
-        return _attend(q, kv, keep, scale(n_keys), name, detail, heads)
+        return _attend(q, kv, keep, scale(n_keys), name, detail, heads, "finite" in flags)
 
     self_out = one(x, x, self_keep, T)
     kept = rows.transpose(1, 2)  # (B, T, 1): the target positions kept
@@ -154,8 +163,9 @@ def layer(target, memory, t_len, m_len, bug=None):
             cross_out if detail in ("", "cross", "cross_late") else zero(cross_out))
 
 
-def _attend(q, kv, keep, scale, name, detail, heads=1):
-    """One attention (B, n, D) with ``keep`` (B, n, S) applied as the bug ``name`` applies it."""
+def _attend(q, kv, keep, scale, name, detail, heads=1, finite=False):
+    """One attention (B, n, D) with ``keep`` (B, n, S) applied as the bug ``name`` applies it; masked
+    scores filled with -inf, or with a large finite number (``finite``)."""
     if heads > 1:  # (B, n, D) -> (B, H, n, D/H), each head its own softmax, merged back
         split = lambda t: t.unflatten(-1, (heads, t.size(-1) // heads)).transpose(1, 2)  # noqa: E731
         out = _attend(split(q), split(kv), keep[:, None], scale, "", "")
@@ -171,8 +181,11 @@ def _attend(q, kv, keep, scale, name, detail, heads=1):
     if name == "float_mask_multiplied":  # scores * (0 where kept, the fill where hidden)
         additive = torch.zeros(keep.shape, dtype=q.dtype).masked_fill(~keep, float(detail))
         return attend(q, kv, kv, scale, keep=additive, multiply_mask=True)
+    fill = FINITE_FILL if finite else float("-inf")
     if name == "softmax_queries":
-        return attend(q, kv, kv, scale, keep=keep, softmax_dim=-2)
+        return attend(q, kv, kv, scale, keep=keep, softmax_dim=-2, fill=fill)
+    if finite:  # a row with nothing to attend to: equal weights on every key
+        return attend(q, kv, kv, scale, keep=keep, fill=fill)
     out = scaled_dot_product_attention(q, kv, kv, keep, scale=scale)
     dead = ~keep.any(-1, keepdim=True)  # a fully masked row is NaN (what masked_fill(-inf) gives), not zeros
     return torch.where(dead, torch.full_like(out, float("nan")), out)
