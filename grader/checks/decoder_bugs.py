@@ -4,7 +4,7 @@ A decoder layer is two attentions over a padded batch (``decoder.py``): causal s
 the target, then cross-attention of its output to the memory, padded keys hidden and padded target
 rows zero. Each wrong version here is that layer with one slip students make (seen in public
 decoder code): a mask built wrong (polarity, lengths, causal direction, queries instead of keys),
-a mask applied wrong (multiplied, filled with 0, applied after the softmax, a 1/0 mask added, an
+a mask applied wrong (masked scores 0, applied after the softmax, a 1/0 mask added, an
 additive mask multiplied or compared with 0), the scores scaled or normalised wrong, or the padded
 rows left non-zero. Everything is float64; a row with nothing left to attend to is NaN, as
 masked_fill(-inf) and a softmax give it (``tuples.judge`` matches NaN to NaN or zero only).
@@ -31,7 +31,7 @@ from ..i18n import N_
 
 NAMES = ("self_out", "cross_out")
 # Sentences of the decoder's own bugs. The slips attention already names (variants.BUGS: no_scale,
-# scale_dk, softmax_queries, causal_reversed, mask_multiply, …) keep attention's sentence.
+# scale_dk, softmax_queries, causal_reversed, mask_after_softmax, …) keep attention's sentence.
 BUGS = {
     "padding_polarity": N_("your padding mask has the wrong polarity: positions j < length are the real ones "
                            "(True = may attend), j >= length is padding"),
@@ -55,6 +55,9 @@ BUGS = {
     "float_mask_compared": N_("you hide the keys where your additive mask is 0 (mask == 0, or mask.bool()), but "
                               "an additive mask is 0 at the keys that may be attended: add it to the scores, or "
                               "hide the keys where it is negative"),
+    "masked_scores_zero": N_("your masked scores become 0 (filled with 0, or multiplied by a 0/1 mask) instead of "
+                             "-inf, so future and padded keys still get weight: fill them with -inf (or a large "
+                             "negative number such as -1e9)"),
     "scale_seq_len": N_("you scale by 1/√ of a sequence length (key.size(1) is the number of keys, not the "
                         "features): the scale is 1/√D, D = key.size(-1)"),
     "heads_split": N_("you split the D features into heads, each with its own softmax: this task's attention "
@@ -70,7 +73,7 @@ BUGS = {
 HOMES = {
     "padding_polarity": ("padding",), "padding_on_queries": ("padding",), "padded_rows_not_zeroed": ("padding",),
     "memory_lengths_for_target": ("padding",), "float_mask_multiplied": ("padding",),
-    "float_mask_compared": ("padding",), "mask_multiply": ("padding",), "masked_fill_zero": ("padding",),
+    "float_mask_compared": ("padding",), "masked_scores_zero": ("padding",),
     "mask_after_softmax": ("padding",), "bool_mask_added": ("padding",),
     "self_not_causal": ("causal",), "causal_reversed": ("causal",), "causal_in_cross": ("cross",),
     "lengths_plus_one": ("lengths",), "lengths_minus_one": ("lengths",),
@@ -83,8 +86,9 @@ variants.register(BUGS, HOMES)
 # Bugs whose key mask is built wrong (the rows zeroed with it are wrong too, unless ":keys_only").
 KEY_MASK_BUGS = ("padding_polarity", "lengths_plus_one", "lengths_minus_one", "memory_lengths_for_target")
 # How each mask-arithmetic slip applies the mask (variants.attend's options).
-MASK_SLIPS = {"mask_multiply": {"multiply_mask": True}, "masked_fill_zero": {"fill": 0.0},
-              "mask_after_softmax": {"after": True}, "bool_mask_added": {"added": True}}
+# Filling with 0 and multiplying by the 0/1 mask give the same scores: one name for both.
+MASK_SLIPS = {"masked_scores_zero": {"fill": 0.0}, "mask_after_softmax": {"after": True},
+              "bool_mask_added": {"added": True}}
 MASK_FILLS = ("-1e9", "-1e4")   # additive masks' finite fills in public code (multiplied: ± huge, not NaN)
 SCALES = ("no_scale", "scale_dk", "scale_sqrt_mult", "scale_seq_len")
 # The bugs that can leave a row (or column) fully masked, where a finite fill differs from -inf.
@@ -176,8 +180,7 @@ def _attend(q, kv, keep, scale, name, detail, heads=1, finite=False):
             return attend(q, kv, kv, scale, after_softmax_mask=keep.double())
         if slip.get("added"):
             return attend(q, kv, kv, scale, additive=keep.double(), additive_before_scale=detail == "before_scale")
-        return attend(q, kv, kv, scale, keep=keep, fill=slip.get("fill", float("-inf")),
-                      multiply_mask=slip.get("multiply_mask", False))
+        return attend(q, kv, kv, scale, keep=keep, fill=slip["fill"])
     if name == "float_mask_multiplied":  # scores * (0 where kept, the fill where hidden)
         additive = torch.zeros(keep.shape, dtype=q.dtype).masked_fill(~keep, float(detail))
         return attend(q, kv, kv, scale, keep=additive, multiply_mask=True)
