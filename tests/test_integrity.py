@@ -169,6 +169,17 @@ class _BuiltinCtx:
         return self._compute(*args, **kwargs)
 
     def _compute(self, *args, **kwargs):
+        if self.task.id == "decoder_attention":  # the kernel on (B, 1, T, D) views, masks as booleans
+            target, memory, t_len, m_len = args
+            T, S = target.size(1), memory.size(1)
+            t_keys = (torch.arange(T)[None, :] < t_len[:, None])[:, None, None, :]
+            m_keys = (torch.arange(S)[None, :] < m_len[:, None])[:, None, None, :]
+            rows = t_keys[:, 0, 0, :, None].to(target.dtype)
+            sdpa = torch.nn.functional.scaled_dot_product_attention
+            x = target[:, None]
+            self_out = sdpa(x, x, x, attn_mask=t_keys & torch.ones(T, T, dtype=torch.bool).tril())[:, 0] * rows
+            cross = sdpa(self_out[:, None], memory[:, None], memory[:, None], attn_mask=m_keys)[:, 0] * rows
+            return _FakeResult((self_out, cross))
         if self.task.id == "sdpa":
             if self.honest:
                 q, k, v = args
@@ -186,7 +197,7 @@ class _BuiltinCtx:
         return _FakeResult(out.transpose(0, 1))
 
 
-@pytest.mark.parametrize("task_id", ["sdpa", "mha"])
+@pytest.mark.parametrize("task_id", ["sdpa", "mha", "decoder_attention"])
 def test_parent_fingerprint_names_the_builtin_kernel(task_id):
     """If the block in the child were ever undone, outputs bit-identical to torch's kernel still fail."""
     with pytest.raises(forbidden.Fail) as caught:
