@@ -1,9 +1,11 @@
 """The decoder_attention task's reference and its wrong versions."""
+import pytest
 import torch
 
 from grader.checks import decoder, decoder_bugs
-from grader.checks.tuples import key_name
-from grader.checks.variants import home_family
+from grader.checks.tolerance import relative_error
+from grader.checks.tuples import flat, key_name
+from grader.checks.variants import home_family, identify
 from grader.tasks import TASKS
 
 LENGTHS = (torch.tensor([6, 3, 1]), torch.tensor([8, 5, 2]))
@@ -42,3 +44,51 @@ def test_every_wrong_layer_changes_the_outputs_and_is_explained():
         assert home_family(key_name(key), TASKS["decoder_attention"].points), key
     named = {key_name(k) for k in keys} | {"outputs_wrong_dtype"}
     assert set(decoder_bugs.BUGS) <= named
+
+
+def _named(outs, target, memory, t_len, m_len):
+    """The bug the parent names for these outputs (as tuples.judge does), or None."""
+    ref = flat(decoder.reference(target.double(), memory.double(), t_len, m_len))
+    got = torch.nan_to_num(flat(outs), nan=0.0)
+    candidates = {key: torch.nan_to_num(flat(v), nan=0.0)
+                  for key, v in decoder_bugs.wrong_layers(target, memory, t_len, m_len).items()}
+    return key_name(identify(got, candidates, relative_error(got, ref)))
+
+
+def _student(target, memory, t_len, m_len, heads=1, scale=None, apply="fill"):
+    """A float32 decoder written the way public code writes it, with one knob turned."""
+    B, T, D = target.shape
+    S = memory.size(1)
+    t_keys = torch.arange(T)[None, None, :] < t_len[:, None, None]
+    m_keys = torch.arange(S)[None, None, :] < m_len[:, None, None]
+
+    def attend(q, kv, keep):
+        split = lambda x: x.reshape(B, x.size(1), heads, D // heads).transpose(1, 2)  # noqa: E731
+        q_h, kv_h, keep = split(q), split(kv), keep[:, None]
+        s = q_h @ kv_h.transpose(-2, -1) * (scale or (D // heads) ** -0.5)
+        if apply == "after_softmax":
+            w = torch.softmax(s, -1) * keep
+        elif apply == "add_01":
+            w = torch.softmax(s + keep.float(), -1)
+        else:
+            w = torch.softmax(s.masked_fill(~keep, float("-inf")), -1)
+        return (w @ kv_h).transpose(1, 2).reshape(B, -1, D)
+
+    rows = t_keys.transpose(1, 2)
+    x = attend(target, target, t_keys & torch.ones(T, T, dtype=torch.bool).tril()) * rows
+    return x, attend(x, memory, m_keys.expand(B, T, S)) * rows
+
+
+@pytest.mark.parametrize("knobs, bug", [
+    ({"heads": 2, "scale": 8 ** -0.5}, "heads_scale_dmodel"),   # hyunwoongko/transformer's d_model = head * d_tensor
+    ({"heads": 4}, "heads_split"),
+    ({"scale": 1 / 8}, "scale_dk"),
+    ({"apply": "after_softmax"}, "mask_after_softmax"),
+    ({"apply": "add_01"}, "bool_mask_added"),
+    ({}, None),
+])
+def test_bugs_without_a_corpus_file_are_named_on_float32_outputs(knobs, bug):
+    g = torch.Generator().manual_seed(3)
+    target, memory = torch.randn(3, 6, 8, generator=g), torch.randn(3, 7, 8, generator=g)
+    t_len, m_len = torch.tensor([6, 3, 1]), torch.tensor([7, 5, 2])
+    assert _named(_student(target, memory, t_len, m_len, **knobs), target, memory, t_len, m_len) == bug

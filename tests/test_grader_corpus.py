@@ -163,7 +163,7 @@ def test_local_and_server_reports_are_the_same(seeded_reports, local_reports, pa
 
 
 # The tasks whose named bugs all have a home family (grader/checks/variants.py: HOME).
-CHARGED_ONCE = ("sdpa", "mha", "sdpa_backward")
+CHARGED_ONCE = ("sdpa", "mha", "sdpa_backward", "decoder_attention")
 SINGLE_BUG = [p for p in FILES if expected_family(p) and expected_family(p) != "forbidden" and not several_bugs(p)
               and _task(p) in CHARGED_ONCE]
 
@@ -177,7 +177,7 @@ def test_one_bug_is_charged_once(corpus_reports, path):
 
 
 # The tasks whose single-bug files name their bug: at least 80 % of them exactly one cause.
-NAMED = ("sdpa_backward",)
+NAMED = ("sdpa_backward", "decoder_attention")
 
 
 @pytest.mark.parametrize("task_id", NAMED)
@@ -185,6 +185,17 @@ def test_most_single_bug_files_name_exactly_one_cause(corpus_reports, task_id):
     files = [p for p in SINGLE_BUG if _task(p) == task_id]
     named = [p for p in files if len(corpus_reports[p]["causes"]) == 1]
     assert files and len(named) >= 0.8 * len(files), sorted(set(files) - set(named))
+
+
+# The decoder bugs of issue 26 seen in public code: each named, alone, by a corpus file adapted from it.
+DECODER_BUGS_SEEN = {"self_not_causal", "causal_reversed", "softmax_queries", "padding_on_queries",
+                     "float_mask_multiplied", "float_mask_compared", "padded_rows_not_zeroed"}
+
+
+def test_decoder_bugs_from_public_code_are_each_named(corpus_reports):
+    named = {r["causes"][0]["diagnosis"] for p, r in corpus_reports.items()
+             if _task(p) == "decoder_attention" and len(r["causes"]) == 1}
+    assert DECODER_BUGS_SEEN <= named, sorted(DECODER_BUGS_SEEN - named)
 
 
 def test_gradients_no_backward_produced_score_nothing_where_gradients_are_graded(corpus_reports):
