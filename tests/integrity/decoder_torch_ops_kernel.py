@@ -1,6 +1,8 @@
 # attack: decoder_attention through torch's fused CPU kernel called by torch.ops, its name decoded at run time,
 # on (B, 1, T, D) views with boolean padding masks (the causal one combined in), padded rows zeroed by hand
 # task: decoder_attention
+# levels: none
+# (one level: the block itself is the same for every task, and torch_ops_kernel tries it at every level)
 import torch
 
 _name = bytes.fromhex("5f7363616c65645f646f745f70726f647563745f666c6173685f617474656e74696f6e5f666f725f637075").decode()
