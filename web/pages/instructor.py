@@ -10,14 +10,14 @@ from ..extensions import state
 from ..models import QuizAnswer, Submission
 from ..services import analytics, courses, extensions, gradebook, grading, quizzes, review
 from ..services.users import find_user
-from ..services.submissions import SubmissionRejected, submission_view
+from ..services.submissions import SubmissionRejected
 from . import charts
 from ..services import family_points
 from ..services import regrade as regrade_service  # the view named regrade is the page
 from .forms import (ActionForm, AssignmentSettingsForm, ExtensionForm, ManualGradeForm,
                     OverrideScoreForm, answer_form, options)
 from .helpers import LANGUAGES, db, highlight_python, instructor_required, interface_language
-from .results import describe_checks
+from .results import result_context
 
 bp = Blueprint("instructor", __name__, url_prefix="/instructor")
 
@@ -213,10 +213,8 @@ def submission(submission_id: int):
     sub = db().get(Submission, submission_id)
     if sub is None:
         abort(404)
-    view = submission_view(sub, current_user)
-    checks = describe_checks(view["checks"])
     form = OverrideScoreForm()
-    return render_template("instructor/submission.html", sub=sub, view=view, checks=checks,
+    return render_template("instructor/submission.html", sub=sub, **result_context(sub, current_user),
                            code_html=highlight_python(sub.code), regrade_form=ActionForm(),
                            override_form=form, override=grading.latest_override(db(), sub))
 

@@ -19,7 +19,7 @@ import numpy as np
 from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session, selectinload
 
-from ..models import (Assignment, StoredCheck, Course, GradingJob, QuizAnswer, QuizAttempt,
+from ..models import (Assignment, StoredCheck, Course, Extension, GradingJob, QuizAnswer, QuizAttempt,
                       QuizTry, Result, Submission, utcnow)
 from .csv_export import csv_text
 from .scores import scores_table
@@ -30,22 +30,39 @@ GROUP_SHARE = 0.27  # Kelley's upper/lower groups
 # ---- course overview ---------------------------------------------------------------------
 
 def score_matrix(session: Session, course: Course, query: str = "", sort: str = "name",
-                 descending: bool = False) -> tuple[list[Assignment], list[dict]]:
+                 descending: bool = False, now: datetime | None = None
+                 ) -> tuple[list[Assignment], list[dict]]:
     """Students × assignments: one row per student with a cell per assignment slug.
 
-    ``total`` is the student's average percentage over all the course's assignments, each
-    weighted equally and counting one not attempted as 0: raw points would weigh a 100-point
-    task against a 16-point quiz.
+    ``total`` is the student's average percentage over the assignments that count for them
+    (``counted``), each weighted equally: raw points would weigh a 100-point task against a
+    16-point quiz. An assignment counts once the student has a score on it, or once its
+    deadline (theirs, with an extension) has passed, unstarted work then counting as 0; work
+    not started and not yet due, or without a deadline, is left out (``total`` is None when
+    nothing counts yet).
     """
+    now = now or utcnow()
     assignments = list(course.assignments)
+    deadlines = {(e.user_id, e.assignment_id): e.deadline for e in session.scalars(
+        select(Extension).where(Extension.assignment_id.in_([a.id for a in assignments]),
+                                Extension.deadline.is_not(None)))}
+    by_slug = {a.slug: a for a in assignments}
     students: dict[int, dict] = {}
     for row in scores_table(session, course):
         student = students.setdefault(row["user_id"], {
             "user_id": row["user_id"], "email": row["email"], "name": row["name"],
-            "cells": {}, "total": 0.0})
+            "cells": {}, "total": None, "counted": 0, "_sum": 0.0})
         student["cells"][row["assignment"]] = row
+        item = by_slug[row["assignment"]]
+        deadline = deadlines.get((row["user_id"], item.id), item.deadline)
         if row["best_score"] is not None and row["max_score"]:
-            student["total"] += 100.0 * row["best_score"] / row["max_score"] / max(1, len(assignments))
+            student["_sum"] += 100.0 * row["best_score"] / row["max_score"]
+        elif row["best_score"] is None and not (deadline is not None and deadline < now):
+            continue  # not started, and not due (or no deadline): not a 0 yet
+        student["counted"] += 1
+    for student in students.values():
+        total = student.pop("_sum")
+        student["total"] = total / student["counted"] if student["counted"] else None
     rows = list(students.values())
     needle = query.strip().lower()
     if needle:
@@ -56,8 +73,10 @@ def score_matrix(session: Session, course: Course, query: str = "", sort: str = 
         blank = [r for r in rows if r["cells"][sort]["best_score"] is None]
         scored.sort(key=lambda r: (r["cells"][sort]["best_score"], r["email"]), reverse=descending)
         rows = scored + sorted(blank, key=lambda r: r["email"])
-    elif sort == "total":
-        rows.sort(key=lambda r: (r["total"], r["email"]), reverse=descending)
+    elif sort == "total":  # students with nothing counted yet stay at the bottom
+        rows = sorted((r for r in rows if r["total"] is not None),
+                      key=lambda r: (r["total"], r["email"]), reverse=descending) + \
+            sorted((r for r in rows if r["total"] is None), key=lambda r: r["email"])
     else:
         field = sort if sort in ("name", "email") else "name"
         rows.sort(key=lambda r: (r[field].lower(), r["email"]), reverse=descending)
