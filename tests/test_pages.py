@@ -376,8 +376,10 @@ def test_charts_draw_odd_data():
     huge = charts.variance_plot([{"d_k": 8, "variance": 8.0}, {"d_k": 512, "variance": 512.0}])
     assert b"<svg" in huge
     assert b"no graded work yet" in charts.score_histogram([], None)
-    assert b"no check has failed yet" in charts.failure_bars(
-        [{"check_id": "a", "failed_all": 0, "latest_rate": 0.0}])
+    assert b"no scored check has failed yet" in charts.failure_bars(
+        [{"check_id": "a", "failed_all": 0, "latest_rate": 0.0, "max_points": 2.0},
+         # a reported-only check failing everywhere is not drawn
+         {"check_id": "hint", "failed_all": 3, "failed_latest": 3, "students": 3, "max_points": 0.0}])
 
 
 def test_grading_that_failed_on_our_side_says_so(env, ada):

@@ -253,7 +253,7 @@ def _mixed_report(code, task, **_):
 
 def test_common_mistakes_count_diagnoses_and_not_skipped_checks(env, ada, bob, prof):
     from web.models import Assignment
-    from web.services.analytics import check_failure_rates, mistake
+    from web.services.mistakes import check_failure_rates, mistake
     assert mistake("shape: got (2, 3): expected (2, 4)") == "shape: got (…, …): expected (…, …)"
     ada.post("/tasks/sdpa", data={"code": "NOSCALE 1\n"})
     bob.post("/tasks/sdpa", data={"code": "NOSCALE 22\n"})
@@ -264,11 +264,12 @@ def test_common_mistakes_count_diagnoses_and_not_skipped_checks(env, ada, bob, p
         rates = {r["check_id"]: r for r in check_failure_rates(
             session, session.query(Assignment).filter_by(slug="sdpa").one())}
     row = rates["check.0"]
-    assert row["common_mistakes"] == [("the scores are not divided by √d_k", 2),
-                                      ("the mask is ignored", 1)]
+    assert [(m["count"], m["bug"]) for m in row["common_mistakes"]] == [(2, None), (1, None)]
+    assert "the scores are not divided by √d_k" in row["common_mistakes"][0]["example"]
+    assert "the mask is ignored" in row["common_mistakes"][1]["example"]
     assert (row["failed_all"], row["total_all"]) == (3, 3)  # the skipped run is not counted
     page = prof.get("/instructor/assignments/sdpa").get_data(as_text=True)
-    assert "the scores are not divided by √d_k <span class=\"muted\">× 2</span>" in page
+    assert "the scores are not divided by √d_k. <span class=\"muted\">× 2</span>" in page
 
 
 def test_scores_link_to_the_work_and_a_score_awaiting_review_is_not_final(env, ada, prof):

@@ -37,6 +37,7 @@ def installed_font_families(wanted=FONT_FAMILIES) -> list[str]:
 matplotlib.rcParams["font.family"] = installed_font_families()
 
 PASS_COLOUR, FAIL_COLOUR, ACCENT = "#2e7d32", "#c62828", "#3559c7"
+NAMED_COLOUR = "#ef9a9a"  # a failure the grader names a bug for: the lighter part of a red bar
 
 
 def _svg(fig: Figure) -> bytes:
@@ -142,17 +143,25 @@ def score_histogram(scores: list[float], top: float | None, title: str = "") -> 
 
 
 def failure_bars(rates: list[dict]) -> bytes:
-    """Horizontal bars: the share of students whose latest submission fails each check."""
-    rows = [r for r in reversed(rates) if r["failed_all"]]
-    fig = Figure(figsize=(7.0, 0.3 * max(len(rows), 3) + 0.9))
+    """Horizontal bars: the share of students whose latest submission fails each scored check,
+    split into the part a named bug explains and the rest. Reported-only checks cost nothing
+    and are left out: a hint failing everywhere would be the loudest bar of the page."""
+    rows = [r for r in reversed(rates) if r["failed_all"] and r.get("scored", r["max_points"])]
+    fig = Figure(figsize=(7.0, 0.3 * max(len(rows), 3) + 1.2), layout="constrained")
     ax = fig.subplots()
     if not rows:
-        ax.text(0.5, 0.5, _("no check has failed yet"), transform=ax.transAxes, ha="center",
+        ax.text(0.5, 0.5, _("no scored check has failed yet"), transform=ax.transAxes, ha="center",
                 color="#666")
-    ax.barh([r["check_id"] for r in rows], [100 * r["latest_rate"] for r in rows],
-            color=FAIL_COLOUR)
+    labels = [r["check_id"] for r in rows]
+    share = [100 / r["students"] if r["students"] else 0.0 for r in rows]
+    named = [s * r.get("named_latest", 0) for s, r in zip(share, rows)]
+    other = [s * (r["failed_latest"] - r.get("named_latest", 0)) for s, r in zip(share, rows)]
+    ax.barh(labels, named, color=NAMED_COLOUR, label=_("a named bug explains it"))
+    ax.barh(labels, other, left=named, color=FAIL_COLOUR, label=_("no named cause"))
     ax.set_xlim(0, 100)
     ax.set_xlabel(_("students whose latest submission fails it (%)"))
     ax.tick_params(axis="y", labelsize=8)
     ax.grid(axis="x", alpha=0.3)
+    if rows:
+        fig.legend(loc="outside lower center", ncols=2, frameon=False, fontsize=9)
     return _svg(fig)

@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from ..extensions import state
 from ..models import QuizAnswer, Submission
-from ..services import analytics, courses, extensions, gradebook, grading, quizzes, review
+from ..services import analytics, courses, extensions, gradebook, grading, mistakes, quizzes, review
 from ..services.users import find_user
 from ..services.submissions import SubmissionRejected
 from . import charts
@@ -81,7 +81,7 @@ def score_chart(slug: str):
 @instructor_required
 def failure_chart(slug: str):
     assignment = _assignment(slug)
-    rates = analytics.check_failure_rates(db(), assignment)
+    rates = mistakes.check_failure_rates(db(), assignment)
     return Response(charts.failure_bars(rates), mimetype="image/svg+xml")
 
 
@@ -93,7 +93,8 @@ def assignment(slug: str):
     context = {"assignment": item, "action_form": ActionForm(), "extension_form": ExtensionForm(),
                "extensions": extensions.extensions_of(session, item)}
     if item.kind == "task":
-        context["failures"] = analytics.check_failure_rates(session, item)
+        context["failures"] = mistakes.check_failure_rates(session, item)
+        context["bugs"] = mistakes.common_bugs(session, item)
         context["submissions"] = analytics.submission_rows(session, item)
     else:
         context["questions"] = analytics.question_stats(session, item, _bank())
