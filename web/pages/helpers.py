@@ -77,7 +77,10 @@ def format_seconds(value) -> str:
 
 
 def template_globals() -> dict:
-    return {"languages": LANGUAGES, "now": utcnow(), "interface_lang": interface_language}
+    from ..security import password_rules  # the form says the rules its check enforces
+
+    return {"languages": LANGUAGES, "now": utcnow(), "interface_lang": interface_language,
+            "password_rules": password_rules}
 
 
 # ---- rendering ---------------------------------------------------------------------------
