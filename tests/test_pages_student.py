@@ -299,6 +299,9 @@ def test_scores_link_to_the_work_and_a_score_awaiting_review_is_not_final(env, a
 
 
 def test_the_interface_follows_the_accounts_language(env, ada):
+    from pages_support import sign_in
+    laptop = env.app.test_client()  # the same account in another browser, signed in before the changes
+    sign_in(laptop, "ada@example.org")
     assert ">Assignments</a>" in ada.get("/tasks/sdpa").get_data(as_text=True)
     ada.post("/language", data={"lang": "zh", "next": "/"})
     page = ada.get("/tasks/sdpa").get_data(as_text=True)
@@ -309,6 +312,10 @@ def test_the_interface_follows_the_accounts_language(env, ada):
     from web.services.users import find_user
     with db_session(env) as session:
         assert find_user(session, "ada@example.org").locale == "ru"  # once per account
+    # the other browser's session follows the account (it kept its own copy, and showed and
+    # wrote back the old language: review 2, N25)
+    account = laptop.get("/account").get_data(as_text=True)
+    assert '<html lang="ru">' in account and '<option selected value="ru">' in account
     fresh = env.app.test_client()  # a visitor gets the browser's language
     page = fresh.get("/sign-in", headers={"Accept-Language": "zh-CN,zh;q=0.9"}).get_data(as_text=True)
     assert '<html lang="zh">' in page and "登录" in page
@@ -413,8 +420,7 @@ def test_a_stored_report_is_shown_in_each_readers_language(env, ada, prof):
     grade_queued(env, _translatable_report)  # graded once, in English
     pages = {}
     for lang in ("en", "ru", "zh"):
-        with ada.session_transaction() as session:
-            session["lang"] = lang
+        ada.post("/language", data={"lang": lang})  # the account's language
         pages[lang] = _text(ada.get(f"/submissions/{sid}").get_data(as_text=True))
     assert "Likely cause: you do not scale the scores" in pages["en"]
     assert "no known bug matched: 2 failing checks, first output.float64" in pages["en"]
@@ -424,7 +430,6 @@ def test_a_stored_report_is_shown_in_each_readers_language(env, ada, prof):
     assert "可能的原因：你没有缩放分数" in pages["zh"] and "没有匹配到已知错误" in pages["zh"]
     assert "Likely cause" not in pages["ru"] + pages["zh"]
     # the instructor reads the same stored report in their own language
-    with prof.session_transaction() as session:
-        session["lang"] = "zh"
+    prof.post("/language", data={"lang": "zh"})
     instructor = _text(prof.get(f"/instructor/submissions/{sid}").get_data(as_text=True))
     assert "没有缩放：分数没有除以 √d_k" in instructor and "有效的 UTF-8 Python" in instructor
