@@ -100,14 +100,13 @@ def variance_plot(table: list[dict]) -> bytes:
     ax = fig.subplots()
     if len(rows) == 1:
         # One d_k (the scale= argument check): two labelled markers, not a lone dot.
-        ax.scatter([0], yours, s=60, color=FAIL_COLOUR, label=_("your logits"), zorder=3)
-        ax.scatter([1], expected, s=60, color=PASS_COLOUR, marker="D",
-                   label=_("expected with the scale given"), zorder=3)
+        ax.scatter([0], yours, s=60, color=FAIL_COLOUR, zorder=3)
+        ax.scatter([1], expected, s=60, color=PASS_COLOUR, marker="D", zorder=3)
         for x, y in ((0, yours[0]), (1, expected[0])):
             ax.annotate(f"{y:.3g}", (x, y), textcoords="offset points", xytext=(10, 0),
                         va="center", fontsize=9)
         ax.set_xlim(-0.6, 1.8)
-        ax.set_xticks([0, 1], [_("yours"), _("expected")])
+        ax.set_xticks([0, 1], [_("your logits"), _("expected with the scale given")])
         ax.set_xlabel(f"d_k = {dks[0]}")
     else:
         ax.plot(dks, yours, "o-", color=FAIL_COLOUR, label=_("your logits"))
@@ -119,7 +118,8 @@ def variance_plot(table: list[dict]) -> bytes:
         ax.set_yscale("log")
     ax.set_ylabel(_("variance of the logits"))
     ax.grid(alpha=0.3)
-    fig.legend(loc="outside lower center", ncols=2, frameon=False, fontsize=9)
+    if len(rows) > 1:  # one d_k: the two markers are named on the x axis, a legend would repeat them
+        fig.legend(loc="outside lower center", ncols=2, frameon=False, fontsize=9)
     return _svg(fig)
 
 
