@@ -124,3 +124,32 @@ def test_a_student_page_lists_their_work(env, ada, bob, prof):
     assert "bob@example.org" not in page
     assert prof.get("/instructor/students/99999").status_code == 404
     assert ada.get(link).status_code == 403
+
+
+def test_some_check_families_are_shown_only_after_the_deadline(env, ada, prof):
+    from web.models import Assignment, utcnow
+    page = prof.get("/instructor/assignments/sdpa/settings").get_data(as_text=True)
+    assert 'name="hidden_families"' in page
+    refused = prof.post("/instructor/assignments/sdpa/settings", data={
+        "title": "Attention", "late_policy": "reject", "feedback": "full", "hidden_families": "nonsense"})
+    assert "not a check family of this task" in refused.get_data(as_text=True)
+    with db_session(env) as session:
+        task = session.query(Assignment).filter_by(slug="sdpa").one()
+        task.hidden_families, task.deadline = ["batch"], utcnow() + timedelta(days=1)
+        session.commit()
+    sid = _submission_id(ada.post("/tasks/sdpa", data={"code": "NOSCALE BATCH\n"}))
+    grade_queued(env, _bug_report)
+    student = ada.get(f"/submissions/{sid}").get_data(as_text=True)
+    summary = _text(re.search(r'<p class="summary-fail">(.*?)</p>', student, re.S).group(1))
+    assert summary.startswith("1 bug found: you do not scale") and "batch" not in summary
+    assert "changing batch element" not in student and 'id="hidden-note"' in student
+    assert re.search(r"<code>batch\.independent</code></td>\s*<td class=\"num\">0 / 6</td>", student)
+    api = ada.get(f"/api/v1/submissions/{sid}").get_json()  # the API says no more than the page
+    assert "changing batch element" not in str(api)
+    instructor = prof.get(f"/instructor/submissions/{sid}").get_data(as_text=True)
+    assert "changing batch element" in instructor  # the instructor sees everything
+    with db_session(env) as session:
+        session.query(Assignment).filter_by(slug="sdpa").one().deadline = utcnow() - timedelta(minutes=1)
+        session.commit()
+    after = ada.get(f"/submissions/{sid}").get_data(as_text=True)
+    assert "changing batch element" in after and 'id="hidden-note"' not in after
