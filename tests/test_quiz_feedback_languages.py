@@ -22,8 +22,9 @@ def _rows(env):
 
 
 def _feedback_boxes(page: str) -> str:
-    """The text of every feedback box on the page (tags dropped, entities decoded)."""
-    boxes = re.findall(r'<div class="feedback [a-z]+">(.*?)</div>', page, re.S)
+    """The text of every feedback box and option feedback on the page (tags dropped, entities
+    decoded): once final, an option's feedback stands next to that option."""
+    boxes = re.findall(r'<div class="(?:feedback [a-z]+|option-feedback)">(.*?)</div>', page, re.S)
     return html.unescape(re.sub(r"<[^>]+>", "", " ".join(boxes)))
 
 

@@ -154,17 +154,21 @@ def rendered_questions(attempt: QuizAttempt, lang: str | None = None) -> list[di
 
     ``feedback`` is the full feedback only once the question is final; before that it is
     the policy's short verdict ("not right yet, N tries left"), never the worked solution.
+    ``review`` (once final, else None): the options, order, pairs or value with the student's
+    answer and the key marked, and the worked solution (``quiz_policy.final_review``).
     """
     from questions.variants import render
 
     bank = question_bank()
     out = []
     for answer in attempt.answers:
-        shown = render(bank.get(answer.question_id), answer.seed, lang or attempt.lang)
+        question = bank.get(answer.question_id)
+        shown = render(question, answer.seed, lang or attempt.lang)
         out.append({"question_id": answer.question_id, "question": shown,
                     "answer": answer.answer, "correct": answer.correct, "points": answer.points,
                     "max_points": answer.max_points,
                     "feedback": quiz_policy.visible_feedback(attempt, answer),
+                    "review": quiz_policy.final_review(attempt, answer, question, lang or attempt.lang),
                     "tries": quiz_policy.try_summary(attempt, answer)})
     return out
 
