@@ -179,11 +179,12 @@ def visible_feedback(attempt: QuizAttempt, row: QuizAnswer) -> str:
         return feedback
     summary = try_summary(attempt, row)
     verdict = gettext("Partly right.") if row.points > 0 else gettext("Not right yet.")
-    shown = verdict + " " + gettext(
+    space = "" if lang == "zh" else " "  # Chinese sentences follow 。 with no space
+    shown = verdict + space + gettext(
         "Try %(used)s of %(allowed)s; a right answer now earns up to %(share)s of the points.",
         used=summary["used"], allowed=summary["allowed"], share=format(summary["next_share"], ".0%"))
     calls = render(details.get("verdict"), lang)  # code: which test call failed, and how
-    return f"{shown} {calls}" if calls else shown
+    return f"{shown}{space}{calls}" if calls else shown
 
 
 def final_review(attempt: QuizAttempt, row: QuizAnswer, question, lang: str) -> dict | None:
