@@ -25,9 +25,10 @@ from .variants import _ordered, format_number, params_for, shown_options, substi
 
 
 def review(question: Question, seed: int, answer=None, *, answered_in: str = "en",
-           lang: str = "en") -> dict:
+           lang: str = "en", every_feedback: bool = False) -> dict:
     """The final view of one answer; see the module docstring. ``answered_in``: the language the
-    answer was written in (how its numbers are read); ``lang``: the reader's."""
+    answer was written in (how its numbers are read); ``lang``: the reader's; ``every_feedback``:
+    every option's feedback, not only the picked and right ones' (the instructor's preview)."""
     env = params_for(question, seed)
     d, kind = question.data, question.kind
     explanation = d.get("explanation")
@@ -49,7 +50,8 @@ def review(question: Question, seed: int, answer=None, *, answered_in: str = "en
     if kind in ("single", "multiple"):
         chosen = _resolved(question, seed, answer if isinstance(answer, list) else [answer], "")
         out["options"] = [{"text": text(o["text"]), "chosen": o["id"] in chosen, "correct": o["correct"],
-                           "feedback": text(o["feedback"]) if o["id"] in chosen or o["correct"] else None}
+                           "feedback": text(o["feedback"]) if every_feedback or o["id"] in chosen or o["correct"]
+                           else None}
                           for o in shown_options(question, seed)]
     elif kind == "ordering":
         items = {i["id"]: text(i["text"]) for i in d["items"]}
