@@ -192,8 +192,8 @@ def final_review(attempt: QuizAttempt, row: QuizAnswer, question, lang: str) -> 
     or None while it is not final: the review names the right answer, so a question that still
     takes tries, a free-text answer still revisable and a code answer being graded get none.
 
-    An unanswered question of a submitted attempt gets its key and solution; a free-text
-    question shows its model answer once the instructor has graded it.
+    An unanswered question of a submitted attempt gets its key and solution; an answered
+    free-text question shows its model answer once the instructor has graded it.
     """
     from questions.review import review
 
@@ -208,7 +208,7 @@ def final_review(attempt: QuizAttempt, row: QuizAnswer, question, lang: str) -> 
         shown["head"] = None  # the stored feedback stays the verdict
     if question.kind == "code" and answered:  # the test calls' verdict, without the explanation
         shown["head"] = render(details.get("verdict"), lang) or None
-    if question.kind == "free_text" and row.correct is None:
+    if question.kind == "free_text" and answered and row.correct is None:
         shown["model_answer"] = None  # shown with the instructor's grade, not before
     return shown
 
