@@ -152,6 +152,7 @@ def failure_bars(rates: list[dict]) -> bytes:
     if not rows:
         ax.text(0.5, 0.5, _("no scored check has failed yet"), transform=ax.transAxes, ha="center",
                 color="#666")
+        ax.set_yticks([])  # no bars: no made-up ±0.04 scale beside the note
     labels = [r["check_id"] for r in rows]
     share = [100 / r["students"] if r["students"] else 0.0 for r in rows]
     named = [s * r.get("named_latest", 0) for s, r in zip(share, rows)]
