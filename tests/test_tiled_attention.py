@@ -27,7 +27,7 @@ def test_the_blocked_algorithm_is_attention_and_each_bug_is_not(block):
     assert torch.allclose(tiled.online(q, k, v, block), ref, atol=1e-12)
     if block not in (4, 7):  # the bugs need several blocks and a partial last one: S = 19
         return
-    for bug in tiled.BUGS:
+    for bug in set(tiled.BUGS) - {"max_not_subtracted", "float32_accumulators"}:  # those two: in float32 only
         assert not torch.allclose(tiled.online(q, k, v, block, bug), ref, atol=1e-6), (bug, block)
 
 

@@ -125,12 +125,15 @@ class Context:
         self.check_began = self.session.charged
 
     def call(self, *args, grad_output=None, wrt=(), during: str = "", measure_memory: bool = False,
-             run_on: str | None = None, trace: bool = True, seconds: float | None = None, **kwargs):
+             run_on: str | None = None, trace: bool = True, seconds: float | None = None,
+             fresh_child: bool = False, **kwargs):
         """Run the student function; raises StudentFailure if it raised, crashed or timed out.
 
         ``trace=False`` runs it without the advisory operation recorders, which cost a loop of
         small torch calls 4-5x its own time: for the long calls whose time is what they test.
-        ``seconds`` is a budget of the call's own (of the child's own time; within the check's)."""
+        ``seconds`` is a budget of the call's own (of the child's own time; within the check's).
+        ``fresh_child`` runs it in a child of its own, whose ``memory_peak`` covers the file's import
+        and the call (``SandboxSession.fresh_call``; always without the recorders)."""
         left = self.check_seconds - (self.session.charged - self.check_began)
         if left <= 0:
             raise Fail(T("this check ran out of its time budget ({seconds:.0f} s): your function is too slow "
@@ -139,9 +142,13 @@ class Context:
         sent = [(f"arg{i}", a) for i, a in enumerate(args) if isinstance(a, torch.Tensor)] + \
                [(k, v) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
         echo = sum(t.numel() for _, t in sent) <= ECHO_LIMIT
-        result = self.session.call(*args, grad_output=grad_output, wrt=wrt, trace=trace,
-                                   timeout=limit, echo=echo, outputs=self.task.outputs,
-                                   measure_memory=measure_memory, run_on=run_on, **kwargs)
+        if fresh_child:
+            result = self.session.fresh_call(*args, timeout=limit, run_on=run_on, echo=echo,
+                                             outputs=self.task.outputs, **kwargs)
+        else:
+            result = self.session.call(*args, grad_output=grad_output, wrt=wrt, trace=trace,
+                                       timeout=limit, echo=echo, outputs=self.task.outputs,
+                                       measure_memory=measure_memory, run_on=run_on, **kwargs)
         self.calls += 1
         self.ops.update(result.ops)
         self.blocked.update(result.blocked)
@@ -151,7 +158,8 @@ class Context:
                     self.mutated.setdefault(name, self.current)
         if not result.ok:
             raise StudentFailure(result.error, during)
-        self._keep_sample(args, kwargs, result.output, sent, wrt)
+        if not fresh_child:  # the memory cases' sizes would cost the fingerprint seconds in the parent
+            self._keep_sample(args, kwargs, result.output, sent, wrt)
         return result
 
     def _keep_sample(self, args, kwargs, output, sent, wrt) -> None:

@@ -237,8 +237,8 @@ class SandboxSession:
         return answer
 
     # -- the two requests ------------------------------------------------------------
-    def load(self) -> LoadResult:
-        """Start a child (if none) and import the file in it."""
+    def load(self, lean_allocator: bool = False) -> LoadResult:
+        """Start a child (if none) and import the file in it (``lean_allocator``: see ``fresh_call``)."""
         spent = self._out_of_time()
         if spent:
             self.last_load = LoadResult(False, error=spent)
@@ -249,6 +249,8 @@ class SandboxSession:
         request = {"op": "load", "path": self.child.path_of(self.path), "function": self.function}
         if self.block:
             request["block"] = list(self.block)
+        if lean_allocator:
+            request["lean_allocator"] = True
         answer = self._exchange(request, self._limit(self.limits.load_seconds))
         if not isinstance(answer, StudentError):
             try:
@@ -269,6 +271,34 @@ class SandboxSession:
         else:
             self.last_load = LoadResult(True, params=answer["params"], blocked=answer["blocked"])
         return self.last_load
+
+    def fresh_call(self, *args, timeout: float | None = None, run_on: str | None = None, **kwargs) -> CallResult:
+        """One call in a child of its own, its memory measured from before the file is imported.
+
+        The child is new (spawned for this call, retired after it), so its ``memory_peak`` covers
+        the import and the call: memory a file takes at import (a buffer it later fills with
+        ``out=``) counts, and nothing an earlier check left in the allocator can be reused
+        unseen. The child's allocator hands every block of 256 KiB or more back to the kernel when
+        it is freed (``lean_allocator``): what the cgroup then sees is what the code holds, not
+        what glibc kept for later. The call runs without the advisory recorders. The session's own
+        child is kept for the other checks."""
+        kept, last_load, self.child = self.child, self.last_load, None
+        try:
+            spent = self._out_of_time()
+            if spent:
+                return CallResult(False, error=spent)
+            self.child = self.backend.spawn(self._dir)
+            meter = MemoryMeter(getattr(self.child, "cgroup", None))
+            loaded = self.load(lean_allocator=True)
+            if not loaded.ok:
+                return CallResult(False, error=loaded.error)
+            result = self.call(*args, timeout=timeout, run_on=run_on, **kwargs)
+            result.memory_peak = meter.peak()
+            return result
+        finally:
+            if self.child is not None:
+                self._retire_child()
+            self.child, self.last_load = kept, last_load
 
     def call(self, *args, grad_output: torch.Tensor | None = None, wrt: tuple = (),
              trace: bool = False, timeout: float | None = None, echo: bool = False, outputs: int = 1,
