@@ -80,6 +80,7 @@ class Check:
     post: bool = False   # runs after every other check, whatever happened before (crashes included)
     needs: tuple = ()    # checks whose verdict this one reads (ctx.passed_check): they run first
     gates: tuple = ()    # families whose points rest on this check: unless it passes, they score nothing
+    seconds: float | None = None  # its own budget of the student's time, where the default is too small
 
     @property
     def family(self) -> str:
@@ -96,7 +97,7 @@ class Context:
         self.mutated: dict[str, str] = {}   # input name -> check id that saw it modified
         self.passed: set[str] = set()
         self.current = ""
-        self.check_seconds = check_seconds
+        self.check_seconds = self.default_seconds = check_seconds
         self.check_began = 0.0              # the session's charged time when this check started
         self.calls = 0
         self.tensor_calls = 0               # calls that returned a tensor of the expected shape
@@ -120,6 +121,8 @@ class Context:
 
     def start(self, check_id: str) -> None:
         self.current = check_id
+        check = next((c for c in self.task.checks if c.id == check_id), None)
+        self.check_seconds = getattr(check, "seconds", None) or self.default_seconds
         # The budget counts the student's calls only, as the session charges them (without the
         # waits for a core and the grader's own work): the same on an idle and a loaded host.
         self.check_began = self.session.charged
@@ -138,7 +141,9 @@ class Context:
         if left <= 0:
             raise Fail(T("this check ran out of its time budget ({seconds:.0f} s): your function is too slow "
                          "on these small inputs", seconds=self.check_seconds))
-        limit = min(left, self.session.limits.call_seconds, seconds or float("inf"))
+        # A check with a budget of its own (Check.seconds) may spend it on one call.
+        per_call = self.check_seconds if self.check_seconds > self.default_seconds else self.session.limits.call_seconds
+        limit = min(left, per_call, seconds or float("inf"))
         sent = [(f"arg{i}", a) for i, a in enumerate(args) if isinstance(a, torch.Tensor)] + \
                [(k, v) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
         echo = sum(t.numel() for _, t in sent) <= ECHO_LIMIT

@@ -3,8 +3,9 @@
 Each is the blocked algorithm of ``tiled_attention`` with one step broken, run in float64 with the
 student's block size (``online``). Two of them only show in floating point, so they are run in the
 student's own dtype (``NUMERIC``): a running maximum that is never subtracted (exp overflows on
-scores in the hundreds) and float32 accumulators for float64 inputs (float32's precision in a
-float64 answer, recognised by its error: within float32's tolerance, outside float64's).
+scores in the hundreds) and float32 accumulators for float64 inputs (recognised where
+float64 scores go beyond float32's range: NaN where the reference is finite, or float32's error
+in a float64 answer).
 """
 from __future__ import annotations
 
@@ -34,16 +35,17 @@ BUGS = {
     "max_not_subtracted": N_("you never subtract the running maximum: exp(s) overflows for scores in the "
                              "hundreds (float32 reaches infinity at exp(89)); compute p = exp(s − m_new) and "
                              "rescale with exp(m_old − m_new)"),
-    "float32_accumulators": N_("for float64 inputs your result has float32's precision: your running maximum, "
-                               "normaliser or accumulator is float32 (torch.zeros(...) without dtype=query.dtype); "
-                               "create them in the inputs' dtype"),
+    "float32_accumulators": N_("for float64 inputs part of your computation is float32 (the scores cast with "
+                               ".float(), or a running maximum, normaliser or accumulator made by torch.zeros(...) "
+                               "without dtype=query.dtype): float64 scores beyond float32's range overflow; keep "
+                               "everything in the inputs' dtype"),
 }
 # The family each of these bugs is charged to (grader/causes.py).
 variants.register(BUGS, {
     "no_accumulator_rescale": ("online",), "normaliser_before_rescale": ("online",),
     "block_edge_off_by_one": ("output",), "last_partial_block_dropped": ("output",),
     "no_final_division": ("output",), "normalised_twice": ("output",), "tiles_from_query_length": ("output",),
-    "max_not_subtracted": ("stability",), "float32_accumulators": ("output",),
+    "max_not_subtracted": ("stability",), "float32_accumulators": ("stability",),
 })
 NUMERIC = ("max_not_subtracted",)  # shows only in the student's dtype: run there (see candidates)
 
@@ -89,3 +91,19 @@ def candidates(q, k, v, block) -> dict:
     for b in NUMERIC:
         out[b] = online(q, k, v, block, b, dtype=q.dtype).double()
     return out
+
+
+def numeric_match(out, q, k, v, block) -> str | None:
+    """The numeric bug whose overflow pattern ``out`` shares: NaN and infinities at (nearly) the same
+    places, the finite values equal. The student's sums run in another order than the parent's (one
+    thread there, several here), so a value at the edge of overflowing may land on either side."""
+    out = out.double()
+    for b in NUMERIC:
+        cand = online(q, k, v, block, b, dtype=q.dtype).double()
+        bad_out, bad_cand = ~torch.isfinite(out), ~torch.isfinite(cand)
+        if not bad_cand.any() or (bad_out != bad_cand).float().mean() > 0.05:
+            continue
+        both = ~bad_out & ~bad_cand
+        if not both.any() or float((out[both] - cand[both]).abs().max()) <= 1e-3 * max(1.0, float(cand[both].abs().max())):
+            return b
+    return None

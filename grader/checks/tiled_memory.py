@@ -6,18 +6,20 @@ call counts, and no memory an earlier check left in the allocator can be reused 
 child's allocator returns freed blocks to the kernel at once (``harness._lean_allocator``): a
 loop over 16 MiB blocks was measured at 295-375 MiB with glibc's defaults and 68 MiB with them.
 
-* ``memory.long_sequence``: L = S = 8192, E = 64, float32. One L×S float32 score matrix is
-  256 MiB; growing by that much fails. Measured (block_size 256): a key loop 52 MiB, a loop over
-  query blocks with key blocks inside 28 MiB, fixed 32×32 tiles 24 MiB, query chunks of 512
-  rows with whole key rows 68 MiB; the full matrix 533 MiB, a 256 MiB buffer made at import 281.
-* ``online.key_streaming``: L = 32, S = 2²⁰, E = Ev = 1, float32. One query's row of scores over
-  all keys is 4 MiB; a loop over key blocks holds L × block_size scores (128 KiB). Computing
-  whole rows for chunks of query rows (a plain softmax per chunk: no running maximum, no
-  rescaling) holds 8 MiB per row in the chunk (scores and probabilities). The allowance, 88 MiB
-  here, lets honest code keep three float64 copies of the keys and values on top of what the
-  harness needs: measured, a key loop 21 MiB, one in float64 throughout 36 MiB, fixed 32-key
-  tiles 21 MiB; chunks of 1, 2, 4, 8 and 32 query rows 30, 42, 66, 114 and 274 MiB. Chunks of 8
-  rows or more fail; the row-by-row loop cannot be told from a copy of the keys by memory.
+* ``memory.long_sequence``: L = 4096, S = 8192, E = 64, float32, block_size 256. One L×S float32
+  score matrix is 128 MiB; growing by that much fails. Measured at L = S = 8192 (256 MiB matrix):
+  a key loop 52 MiB, query blocks with key blocks inside 28, fixed 32×32 tiles 24, query chunks
+  of 512 rows with whole key rows 68; the full matrix 533, a 256 MiB buffer made at import 281.
+  L = 4096 halves the tiles a file with fixed small tiles loops over (65,536 of 16 × 16).
+* ``online.key_streaming``: L = 64, S = 2¹⁹, E = Ev = 1, float32, block_size 1024. One query's
+  row of scores over all keys is 2 MiB; a loop over key blocks holds L × block_size scores
+  (256 KiB). A plain softmax over whole key rows for chunks of c query rows holds about
+  4 MiB × c (scores and probabilities). Allowance 132 MiB here (``stream_allowance``). Measured:
+  returning zeros 15.6 MiB, a key loop 17.0, float64 throughout 27.5, fixed 32 × 64 tiles 16.1,
+  torch.split into fixed 32-key tiles 85.5 (64-key: 75.8; its view objects), query chunks of
+  1024 rows × key chunks summarised 72.2; chunks of 8, 16, 32 and 64 query rows with whole key
+  rows 62.6, 110.5, 206.5 and 270.7. Chunks of 32 rows or more fail; smaller chunks cannot be
+  told by memory from honest copies of the keys and per-tile bookkeeping.
 """
 from __future__ import annotations
 
@@ -31,9 +33,13 @@ from .variants import identify
 from ..i18n import T
 
 MiB = 1 << 20
-LONG, LONG_E, LONG_BLOCK = 8192, 64, 256      # memory.long_sequence
-STREAM_L, STREAM_S, STREAM_BLOCK = 32, 1 << 20, 1024  # online.key_streaming (E = Ev = 1)
+LONG_L, LONG_S, LONG_E, LONG_BLOCK = 4096, 8192, 64, 256  # memory.long_sequence
+STREAM_L, STREAM_S, STREAM_BLOCK = 64, 1 << 19, 1024  # online.key_streaming (E = Ev = 1)
 SAMPLED_ROWS = 8
+# Each memory case's budget of the student's own time. Fixed 16 × 16 tiles (a public CS336 solution)
+# need 131,072 tiles on the long case: measured 5.9 s for 65,536 32 × 32 tiles at a load of 18 on
+# 2 cores (2.0 s for 64 × 64), so 16 × 16 need about 12 s there; the default 8 s would time them out.
+SECONDS = 20.0
 
 
 def _measured_call(ctx, q, k, v, block, what):
@@ -64,9 +70,9 @@ def _measured_call(ctx, q, k, v, block, what):
 def long_sequence(ctx):
     """L = S = 8192: a full score matrix (or a buffer of its size made at import) fails."""
     r = ctx.inputs.randn
-    q, k, v = r(1, LONG, LONG_E), r(1, LONG, LONG_E), r(1, LONG, LONG_E)
-    what = T("L = S = {L}, E = {E}, float32, block_size={block}", L=LONG, E=LONG_E, block=LONG_BLOCK)
-    full = LONG * LONG * 4
+    q, k, v = r(1, LONG_L, LONG_E), r(1, LONG_S, LONG_E), r(1, LONG_S, LONG_E)
+    what = T("L = {L}, S = {S}, E = {E}, float32, block_size={block}", L=LONG_L, S=LONG_S, E=LONG_E, block=LONG_BLOCK)
+    full = LONG_L * LONG_S * 4
     result = _measured_call(ctx, q, k, v, LONG_BLOCK, what)
     if result is None:
         raise Fail(T("{what}: your function ran out of memory; one L×S float32 score matrix is {value2} MiB: "
@@ -90,17 +96,19 @@ def long_sequence(ctx):
 
 def stream_allowance(q, k, v) -> int:
     """What a loop over key blocks may hold on the key-streaming case: its inputs and output twice
-    (as received and as built), three float64 copies of the keys and values, and 24 MiB."""
+    (as received and as built), 24 MiB, and 200 bytes per key: copies of the keys and values (three
+    in float64 are 48 bytes a key here) and the bookkeeping of small fixed tiles (torch.split into
+    32-key tiles makes a view object per tile: about 80 bytes a key)."""
     received = sum(t.numel() * t.element_size() for t in (q, k, v)) + q[..., :1].numel() * v.size(-1) * 4
-    return 2 * received + 3 * 8 * (k.numel() + v.numel()) + 24 * MiB
+    return 2 * received + 24 * MiB + 200 * k.size(-2)
 
 
 def key_streaming(ctx):
-    """L = 32 queries, S = 2²⁰ keys: one query's row of scores over every key is 4 MiB. Only a loop
+    """L = 64 queries, S = 2¹⁹ keys: one query's row of scores over every key is 2 MiB. Only a loop
     over the keys (an online softmax) stays within the allowance; a softmax over whole key rows for
     chunks of query rows does not. Gates the ``online`` family."""
     r = ctx.inputs.randn
-    q, k, v = r(1, STREAM_L, 1), r(1, STREAM_S, 1), r(1, STREAM_S, 1)
+    q, k, v = r(1, STREAM_L, 1), r(1, STREAM_S, 1), r(1, STREAM_S, 1)  # E = Ev = 1: the keys cost least
     what = T("L = {L}, S = {S:,}, E = 1, float32, block_size={block}", L=STREAM_L, S=STREAM_S, block=STREAM_BLOCK)
     row = STREAM_S * 4
     allowed = stream_allowance(q, k, v)

@@ -16,9 +16,9 @@ def build() -> Grading:
         Check("dtype.float64", tiled.dtype_case(torch.float64)),
         Check("online.rescale", tiled.rescale),
         # Only a loop over the keys stays within its memory: the online family's points rest on it.
-        Check("online.key_streaming", tiled_memory.key_streaming, gates=("online",)),
+        Check("online.key_streaming", tiled_memory.key_streaming, gates=("online",), seconds=tiled_memory.SECONDS),
         Check("stability.large_scores", tiled.large_scores),
-        Check("memory.long_sequence", tiled_memory.long_sequence),
+        Check("memory.long_sequence", tiled_memory.long_sequence, seconds=tiled_memory.SECONDS),
     ]))
 
 
