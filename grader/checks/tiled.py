@@ -29,9 +29,10 @@ def run_tiled(ctx, q, k, v, block, *, what: str):
     ref64 = scaled_dot_product_attention(q.double(), k.double(), v.double())
     cmp = compare(out, ref64, allowance(ref64, scaled_dot_product_attention(q, k, v), q.dtype))
     if cmp.ok:
-        if out.dtype != q.dtype:
+        if out.dtype != q.dtype:  # right values in the wrong dtype: the dtype family's bug
             raise Fail(T("{what}: your output is {got} for {want} inputs", what=what,
-                         got=str(out.dtype).replace("torch.", ""), want=str(q.dtype).replace("torch.", "")))
+                         got=str(out.dtype).replace("torch.", ""), want=str(q.dtype).replace("torch.", "")),
+                       {"diagnosis": "output_dtype_differs"})
         ctx.attention_seen = True
         return cmp.max_error
     cause = identify(out, candidates(q, k, v, block), relative_error(out, ref64))
@@ -104,7 +105,8 @@ def dtype_case(dtype):
         out = ctx.tensor_out(ctx.call(q, k, v, 8, during=T("{dtype} inputs", dtype=dtype)), (2, 3, L, Ev))
         if out.dtype != dtype:
             raise Fail(T("for {value} inputs your output is {value2}",
-                         value=str(dtype).replace('torch.', ''), value2=str(out.dtype).replace('torch.', '')))
+                         value=str(dtype).replace('torch.', ''), value2=str(out.dtype).replace('torch.', '')),
+                       {"diagnosis": "output_dtype_differs"})
         if not torch.isfinite(out).all():
             raise Fail(T("your output has NaN or infinite values on ordinary inputs"))
         return T("a {value} tensor of shape (2, 3, {L}, {Ev})",

@@ -39,6 +39,8 @@ BUGS = {
                                ".float(), or a running maximum, normaliser or accumulator made by torch.zeros(...) "
                                "without dtype=query.dtype): float64 scores beyond float32's range overflow; keep "
                                "everything in the inputs' dtype"),
+    "output_dtype_differs": N_("your output's dtype is not the inputs': return the result in query.dtype "
+                               "(float32 inputs need a float32 output, float64 inputs a float64 one)"),
 }
 # The family each of these bugs is charged to (grader/causes.py).
 variants.register(BUGS, {
@@ -46,6 +48,7 @@ variants.register(BUGS, {
     "block_edge_off_by_one": ("output",), "last_partial_block_dropped": ("output",),
     "no_final_division": ("output",), "normalised_twice": ("output",), "tiles_from_query_length": ("output",),
     "max_not_subtracted": ("stability",), "float32_accumulators": ("stability",),
+    "output_dtype_differs": ("dtype",),
 })
 NUMERIC = ("max_not_subtracted",)  # shows only in the student's dtype: run there (see candidates)
 
@@ -55,10 +58,11 @@ def explain(name):
     return T(text) if text else ""  # a T: rendered in the reader's language
 
 
-def online(q, k, v, block, bug=None, dtype=torch.float64):
-    """The blocked forward in ``dtype`` with ``bug`` switched on (None: correct)."""
+def online(q, k, v, block, bug=None, dtype=torch.float64, length=None):
+    """The blocked forward in ``dtype`` with ``bug`` switched on (None: correct); ``length``: the
+    query length the call had, where ``q`` holds only sampled rows of it."""
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
-    L, S = q.size(-2), k.size(-2)
+    L, S = length or q.size(-2), k.size(-2)
     scale = 1.0 if bug == "no_scale" else 1 / math.sqrt(q.size(-1))
     m = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=dtype)
     l = torch.zeros_like(m)
@@ -87,7 +91,8 @@ def online(q, k, v, block, bug=None, dtype=torch.float64):
 def candidates(q, k, v, block) -> dict:
     """Every known wrong forward on these inputs: {name: output (float64)}; the numeric ones in
     the inputs' dtype (their overflow is the bug)."""
-    out = {b: online(q, k, v, block, b) for b in BUGS if b not in NUMERIC and b != "float32_accumulators"}
+    out = {b: online(q, k, v, block, b) for b in BUGS
+           if b not in NUMERIC and b not in ("float32_accumulators", "output_dtype_differs")}
     for b in NUMERIC:
         out[b] = online(q, k, v, block, b, dtype=q.dtype).double()
     return out

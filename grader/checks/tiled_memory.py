@@ -57,7 +57,7 @@ def _measured_call(ctx, q, k, v, block, what):
     cmp = compare(out[:, rows], ref64, allowance(ref64, online(q[:, rows].float(), k, v, 1 << 16).float(), q.dtype))
     if not cmp.ok:
         details = cmp.details()
-        known = {b: online(q[:, rows], k, v, block, b) for b in ctx.diagnoses if b in BUGS}
+        known = {b: online(q[:, rows], k, v, block, b, length=q.size(-2)) for b in ctx.diagnoses if b in BUGS}
         cause = identify(out[:, rows], known, relative_error(out[:, rows], ref64)) if known else None
         if cause:  # the bug the other checks named, at this size too: not charged again
             details["diagnosis"] = cause
