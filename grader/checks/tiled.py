@@ -68,7 +68,7 @@ def _block_not_dividing(ctx, S):
 # ---- checks -----------------------------------------------------------------------------
 def shapes(ctx):
     L, E, Ev = ctx.inputs.distinct(3, 6, 14)
-    S = ctx.inputs.randint(17, 29)
+    S = L + ctx.inputs.randint(8, 16)  # more keys than queries, by more than a block: the key count matters
     block = _block_not_dividing(ctx, S)
     worst = run_tiled(ctx, *_qkv(ctx, L, S, E, Ev, dtype=torch.float32), block,
                       what=T("float32, L={L}, S={S}, block_size={block} (S not a multiple of "
@@ -82,7 +82,7 @@ def shapes(ctx):
 
 def block_extremes(ctx):
     L, E, Ev = ctx.inputs.distinct(3, 5, 10)
-    S = ctx.inputs.randint(9, 15)
+    S = L + ctx.inputs.randint(4, 10)
     for block, label in ((1, "block_size = 1"), (S, "block_size = S"), (S + 7, "block_size > S")):
         run_tiled(ctx, *_qkv(ctx, L, S, E, Ev), block, what=T("{label} (S={S})", label=label, S=S))
     return T("block sizes of 1, S and more than S all give the reference")
@@ -90,7 +90,7 @@ def block_extremes(ctx):
 
 def float64(ctx):
     L, E, Ev = ctx.inputs.distinct(3, 6, 14)
-    S = ctx.inputs.randint(17, 29)
+    S = L + ctx.inputs.randint(8, 16)
     block = _block_not_dividing(ctx, S)
     q, k, v = _qkv(ctx, L, S, E, Ev)
     worst = run_tiled(ctx, q, k, v, block, what=T("float64 inputs"))

@@ -101,7 +101,8 @@ def candidates(q, k, v, block) -> dict:
 def numeric_match(out, q, k, v, block) -> str | None:
     """The numeric bug whose overflow pattern ``out`` shares: NaN and infinities at (nearly) the same
     places, the finite values equal. The student's sums run in another order than the parent's (one
-    thread there, several here), so a value at the edge of overflowing may land on either side."""
+    thread there, several here), so a value at the edge of overflowing may land on either side. Some
+    values must be finite in both: an answer that is NaN everywhere matches every overflow."""
     out = out.double()
     for b in NUMERIC:
         cand = online(q, k, v, block, b, dtype=q.dtype).double()
@@ -109,6 +110,6 @@ def numeric_match(out, q, k, v, block) -> str | None:
         if not bad_cand.any() or (bad_out != bad_cand).float().mean() > 0.05:
             continue
         both = ~bad_out & ~bad_cand
-        if not both.any() or float((out[both] - cand[both]).abs().max()) <= 1e-3 * max(1.0, float(cand[both].abs().max())):
+        if both.any() and float((out[both] - cand[both]).abs().max()) <= 1e-3 * max(1.0, float(cand[both].abs().max())):
             return b
     return None
