@@ -127,7 +127,7 @@ class Context:
         # waits for a core and the grader's own work): the same on an idle and a loaded host.
         self.check_began = self.session.charged
 
-    def call(self, *args, grad_output=None, wrt=(), during: str = "", measure_memory: bool = False,
+    def call(self, *args, grad_output=None, wrt=(), during: str = "",
              run_on: str | None = None, trace: bool = True, seconds: float | None = None,
              fresh_child: bool = False, **kwargs):
         """Run the student function; raises StudentFailure if it raised, crashed or timed out.
@@ -153,7 +153,7 @@ class Context:
         else:
             result = self.session.call(*args, grad_output=grad_output, wrt=wrt, trace=trace,
                                        timeout=limit, echo=echo, outputs=self.task.outputs,
-                                       measure_memory=measure_memory, run_on=run_on, **kwargs)
+                                       run_on=run_on, **kwargs)
         self.calls += 1
         self.ops.update(result.ops)
         self.blocked.update(result.blocked)

@@ -50,15 +50,16 @@ class CallResult:
     cpu: float | None = None        # CPU time the child's threads used for the request (kernel's count, read here)
     inputs_after: list | None = None
     blocked: list = field(default_factory=list)
-    memory_peak: int | None = None  # bytes the run's cgroup grew by during the call (parent-measured)
+    memory_peak: int | None = None  # bytes the run's cgroup grew by (parent-measured; fresh_call only)
 
 
 class MemoryMeter:
-    """How much memory one call took, from the run's cgroup, read here in the parent.
+    """How much memory a fresh child took, from its cgroup, read here in the parent.
 
-    The peak is reset just before the request goes out; ``peak()`` is then the growth above the
-    usage before the call. Where the kernel cannot reset it (cgroup v2 before Linux 6.12) the
-    run's earlier peak may stand in: an upper bound, never an underestimate.
+    Made before the file is imported (``fresh_call``): the peak is reset then, and ``peak()`` is
+    the growth above the usage at that moment. Where the kernel cannot reset it (cgroup v2
+    before Linux 6.12) the child's peak since it started stands in: an upper bound, never an
+    underestimate.
     """
 
     def __init__(self, cgroup):
@@ -304,15 +305,14 @@ class SandboxSession:
 
     def call(self, *args, grad_output: torch.Tensor | None = None, wrt: tuple = (),
              trace: bool = False, timeout: float | None = None, echo: bool = False, outputs: int = 1,
-             measure_memory: bool = False, run_on: str | None = None, **kwargs) -> CallResult:
+             run_on: str | None = None, **kwargs) -> CallResult:
         """Run the student's function on ``args``/``kwargs`` (and backward, when ``wrt`` is given).
 
         ``wrt`` lists the positional argument indices to differentiate with respect to;
         ``echo`` asks for the inputs back as they are after the call (``inputs_after``);
         ``outputs`` > 1 lets a tuple of tensors come back (``output`` is then a tuple);
-        ``measure_memory`` reads the run's cgroup around the call (``memory_peak``, None where
-        the child has no cgroup); ``run_on`` runs this call on another device than the session's
-        (e.g. "cpu" on a GPU worker, where the cgroup sees host memory only).
+        ``run_on`` runs this call on another device than the session's (e.g. "cpu" on a GPU
+        worker, where the cgroup sees host memory only). Memory is measured by ``fresh_call``.
         """
         spent = self._out_of_time()
         if spent:
@@ -326,11 +326,9 @@ class SandboxSession:
                    "wrt": wrt, "grad_output": grad_output, "trace": trace, "echo": echo}
         if outputs > 1:  # only then: a one-output task's request is exactly what it always was
             request["outputs"] = outputs
-        meter = MemoryMeter(getattr(self.child, "cgroup", None)) if measure_memory else None
         started = time.perf_counter()
         answer = self._exchange(request, self._limit(timeout), answers.byte_budget(args, kwargs))
         wall = time.perf_counter() - started
-        memory_peak = meter.peak() if meter else None
         if not isinstance(answer, StudentError):
             try:
                 answer = answers.check_call(answer, args, kwargs, wrt, echo, outputs)
@@ -348,4 +346,4 @@ class SandboxSession:
             output_device=answer["output_device"], requires_grad=answer["requires_grad"],
             grads=answer["grads"], grad_error=answer["grad_error"], ops=answer["ops"],
             elapsed=answer["elapsed"], wall=wall, cpu=self.last_cpu, inputs_after=answer["inputs_after"],
-            blocked=answer["blocked"], memory_peak=memory_peak)
+            blocked=answer["blocked"])
