@@ -1,13 +1,14 @@
-"""Every file of the corpora graded under three seeds: correct ones pass with 100, buggy ones fail the
-family they name, every file gets the same score under every seed, and a single bug costs only its
-own family.
+"""Every file of the corpora graded under two seeds: correct ones pass with 100, buggy ones fail the
+family they name, every file gets the same score under both seeds, and a single bug costs only its
+own family. `scripts/grade_corpus.py --seeds 5` checks more draws by hand (minutes per task): the
+suite's two keep `make test` inside its time.
 
 Each buggy file starts with ``# expect: <family>``; a file whose one mistake shows as more than one
 bug (it crashes on float64 too, or is not attention at all) says so with ``# bugs: several (why)``.
 The grades are computed once per session, two submissions at a time (one sandboxed child each), and
 each file is then its own test.
 
-One of the three seeds is the pre-check's public seed, so the same server gradings also show that
+One of the two seeds is the pre-check's public seed, so the same server gradings also show that
 ``attn-grader check``'s fast local level (``--sandbox local``: children forked from a warm process,
 no isolation) gives the server's report for every file a student is likely to pre-check.
 """
@@ -32,7 +33,14 @@ CORPUS = os.path.join(HERE, "corpus")
 FILES = sorted(f for task_id in TASKS for f in glob.glob(os.path.join(CORPUS, task_id, "*", "*.py")))
 ELSEWHERE = sorted(glob.glob(os.path.join(CORPUS, "elsewhere", "*", "*.py")))
 SEED = int(os.environ.get("ATTN_TEST_SEED", "12345"))
-SEEDS = (SEED, 1, PUBLIC_SEED)  # three draws: a verdict that depends on the draw differs in one of them
+SEEDS = (SEED, PUBLIC_SEED)  # two draws: a verdict that depends on the draw differs in one of them
+# Tasks graded under SEED only here: their memory cases cost seconds a grading. Their other draws are
+# checked by hand: scripts/grade_corpus.py --task tiled_attention --seeds 5.
+ONE_SEED = ("tiled_attention",)
+
+
+def _seeds(path):
+    return SEEDS[:1] if _task(path) in ONE_SEED else SEEDS
 
 
 def expected_family(path):
@@ -72,10 +80,10 @@ def seeded_reports():
         path, seed = job
         with open(path, "rb") as f:
             return job, grade_source(f.read(), _task(path), seed=seed, sandbox="auto").to_dict()
-    jobs = [(p, s) for p in FILES + ELSEWHERE for s in SEEDS]
+    jobs = [(p, s) for p in FILES + ELSEWHERE for s in _seeds(p)]
     with ThreadPoolExecutor(max_workers=2) as pool:
         graded = dict(pool.map(grade, jobs))
-    return {p: [graded[(p, s)] for s in SEEDS] for p in FILES + ELSEWHERE}
+    return {p: [graded[(p, s)] for s in _seeds(p)] for p in FILES + ELSEWHERE}
 
 
 @pytest.fixture(scope="session")
@@ -140,7 +148,8 @@ def test_verdict(corpus_reports, path):
                 assert c["points"] == (c["max_points"] if c["details"].get("because_of") else 0), c["id"]
 
 
-@pytest.mark.parametrize("path", FILES + ELSEWHERE, ids=lambda p: os.path.relpath(p, CORPUS))
+@pytest.mark.parametrize("path", [p for p in FILES + ELSEWHERE if _task(p) not in ONE_SEED],
+                         ids=lambda p: os.path.relpath(p, CORPUS))
 def test_same_score_under_every_seed(seeded_reports, path):
     """Same code, same grader: the same score and the same families charged, whatever the draw."""
     reports = seeded_reports[path]
@@ -163,7 +172,7 @@ def test_local_and_server_reports_are_the_same(seeded_reports, local_reports, pa
 
 
 # The tasks whose named bugs all have a home family (grader/checks/variants.py: HOME).
-CHARGED_ONCE = ("sdpa", "mha", "sdpa_backward", "decoder_attention")
+CHARGED_ONCE = ("sdpa", "mha", "sdpa_backward", "tiled_attention", "decoder_attention")
 SINGLE_BUG = [p for p in FILES if expected_family(p) and expected_family(p) != "forbidden" and not several_bugs(p)
               and _task(p) in CHARGED_ONCE]
 
@@ -177,7 +186,7 @@ def test_one_bug_is_charged_once(corpus_reports, path):
 
 
 # The tasks whose single-bug files name their bug: at least 80 % of them exactly one cause.
-NAMED = ("sdpa_backward", "decoder_attention")
+NAMED = ("sdpa_backward", "tiled_attention", "decoder_attention")
 
 
 @pytest.mark.parametrize("task_id", NAMED)

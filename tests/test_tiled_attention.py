@@ -1,12 +1,17 @@
 """The tiled_attention task: its blocked reference, its bugs, and memory measured from the cgroup."""
+import os
+
 import pytest
 import torch
 
-from grader.checks import tiled
+from grader.checks import tiled, tiled_memory
+from grader.checks.base import Context, Fail
 from grader.grading import grade_source
-from grader.sandbox import cgroups
+from grader.sandbox import SandboxSession, cgroups
+from grader.tasks import TASKS
 from reference_impl import scaled_dot_product_attention
 
+CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "tiled_attention")
 ONLINE = open(__file__.replace("test_tiled_attention.py", "corpus/tiled_attention/correct/online_loop.py")).read()
 FULL = open(__file__.replace("test_tiled_attention.py", "corpus/tiled_attention/buggy/full_score_matrix.py")).read()
 
@@ -27,22 +32,115 @@ def test_the_blocked_algorithm_is_attention_and_each_bug_is_not(block):
     assert torch.allclose(tiled.online(q, k, v, block), ref, atol=1e-12)
     if block not in (4, 7):  # the bugs need several blocks and a partial last one: S = 19
         return
-    for bug in tiled.BUGS:
+    for bug in set(tiled.BUGS) - {"max_not_subtracted", "float32_accumulators", "output_dtype_differs"}:  # numeric or dtype only
         assert not torch.allclose(tiled.online(q, k, v, block, bug), ref, atol=1e-6), (bug, block)
 
 
 def test_without_a_cgroup_the_memory_is_reported_as_not_measured():
-    report = grade_source(ONLINE, "tiled_attention", seed=5, sandbox="none")
-    memory = next(c for c in report.checks if c.id == "memory.long_sequence")
-    assert memory.passed and memory.details == {"measured": False} and "not measured" in memory.message
-    assert report.score == 100
+    for check in (tiled_memory.long_sequence, tiled_memory.key_streaming):
+        passed, message, details = _run_check(ONLINE, check, level="none")
+        assert passed and details == {"measured": False} and "not measured" in message
 
 
-@pytest.mark.skipif(not _has_cgroup(), reason="no delegated cgroup here: the sandbox cannot measure memory")
+needs_cgroup = pytest.mark.skipif(not _has_cgroup(), reason="no delegated cgroup here: the sandbox cannot measure memory")
+FULL_MIB = tiled_memory.LONG_L * tiled_memory.LONG_S * 4 >> 20
+
+
+def _run_check(source, check, seed=5, level="auto"):
+    """One memory check on ``source`` in the service's sandbox: (passed, message, details)."""
+    with SandboxSession(source, "tiled_attention", level=level) as session:
+        ctx = Context(session, TASKS["tiled_attention"], seed, "cpu", 8.0)
+        ctx.start(next(c.id for c in TASKS["tiled_attention"].checks if c.fn is check))
+        try:
+            message, details = check(ctx)
+            return True, str(message), details
+        except Fail as f:
+            return False, str(f.message), f.details
+
+
+@needs_cgroup
 def test_the_parent_measures_a_full_score_matrix_from_the_cgroup():
-    full = grade_source(FULL, "tiled_attention", seed=5, sandbox="strict")
-    memory = next(c for c in full.checks if c.id == "memory.long_sequence")
-    assert not memory.passed and memory.details["measured"] and memory.details["peak_mib"] >= 256
-    tiled_report = grade_source(ONLINE, "tiled_attention", seed=5, sandbox="strict")
-    memory = next(c for c in tiled_report.checks if c.id == "memory.long_sequence")
-    assert memory.passed and memory.details["peak_mib"] < 256
+    passed, _, details = _run_check(FULL, tiled_memory.long_sequence)
+    assert not passed and details["measured"] and details["peak_mib"] >= FULL_MIB
+    passed, _, details = _run_check(ONLINE, tiled_memory.long_sequence)
+    assert passed and details["peak_mib"] < FULL_MIB / 2
+
+
+# Issue 26: a score buffer allocated at import and filled with out= during the call was measured
+# as 15 MiB (the meter started at the call). 256 MiB: a full matrix at L = S = 8192.
+BUFFER_AT_IMPORT = """
+import math, torch
+_SCORES = torch.zeros(8192, 8192)
+
+def tiled_attention(query, key, value, block_size):
+    L, S = query.size(-2), key.size(-2)
+    buf = _SCORES[:L, :S]
+    out = torch.empty(query.shape[:-1] + (value.size(-1),), dtype=query.dtype)
+    for b in range(query.size(0)):
+        torch.matmul(query[b], key[b].transpose(-2, -1), out=buf)
+        buf.mul_(1 / math.sqrt(query.size(-1)))
+        buf.sub_(buf.amax(-1, keepdim=True)).exp_()
+        buf.div_(buf.sum(-1, keepdim=True))
+        torch.matmul(buf, value[b], out=out[b])
+    return out
+"""
+
+
+@needs_cgroup
+def test_memory_taken_at_import_counts():
+    passed, message, details = _run_check(BUFFER_AT_IMPORT, tiled_memory.long_sequence)
+    assert not passed and details["peak_mib"] >= 256 and "import" in message
+
+
+# Query chunks with key blocks inside, and query chunks of 512 rows with whole key rows (16 MiB of
+# scores at a time): measured at 295-375 MiB with glibc's default allocator, 28 and 68 MiB now.
+QUERY_CHUNKS = """
+import math, torch
+
+def tiled_attention(query, key, value, block_size, rows=512, stream=STREAM):
+    outs = []
+    for qs in range(0, query.size(-2), rows):
+        q = query[..., qs:qs + rows, :] / math.sqrt(query.size(-1))
+        if not stream:
+            outs.append(torch.softmax(q @ key.transpose(-2, -1), dim=-1) @ value)
+            continue
+        m = torch.full(q.shape[:-1] + (1,), -math.inf)
+        l, acc = torch.zeros_like(m), torch.zeros(q.shape[:-1] + (value.size(-1),))
+        for ks in range(0, key.size(-2), block_size):
+            s = q @ key[..., ks:ks + block_size, :].transpose(-1, -2)
+            m_new = torch.maximum(m, s.amax(-1, keepdim=True))
+            a, p = torch.exp(m - m_new), torch.exp(s - m_new)
+            l, acc, m = a * l + p.sum(-1, keepdim=True), a * acc + p @ value[..., ks:ks + block_size, :], m_new
+        outs.append(acc / l)
+    return torch.cat(outs, dim=-2)
+"""
+
+
+@needs_cgroup
+@pytest.mark.parametrize("stream", [True, False], ids=["key_blocks_inside", "whole_key_rows"])
+def test_query_chunks_are_not_charged_for_what_the_allocator_keeps(stream):
+    passed, _, details = _run_check(QUERY_CHUNKS.replace("STREAM", str(stream)), tiled_memory.long_sequence)
+    assert passed and details["peak_mib"] < FULL_MIB / 1.5, details
+
+
+@needs_cgroup
+def test_query_chunks_with_whole_key_rows_lose_the_online_family():
+    """The issue's skip: a plain softmax over chunks of 64 query rows against every key, block_size
+    ignored. Right values, a fine memory on the square case; only the keys' case shows it."""
+    with open(os.path.join(CORPUS, "buggy", "webui_split_attention.py")) as f:
+        passed, message, details = _run_check(f.read(), tiled_memory.key_streaming)
+    assert not passed and "streaming over the keys" in message and details["peak_mib"] > details["allowed_mib"]
+    passed, message, details = _run_check(ONLINE, tiled_memory.key_streaming)
+    assert passed and details["peak_mib"] < details["allowed_mib"] / 2, message
+
+
+def test_the_key_streaming_check_gates_the_online_family():
+    check = next(c for c in TASKS["tiled_attention"].checks if c.id == "online.key_streaming")
+    assert check.gates == ("online",) and check.seconds and check.seconds > 8
+
+
+def test_named_bugs_of_the_catalogue_have_a_home():
+    from grader.checks.variants import HOME
+    for bug in tiled.BUGS:
+        if bug != "no_scale":
+            assert HOME[bug][0] in TASKS["tiled_attention"].points, bug

@@ -80,6 +80,7 @@ class Check:
     post: bool = False   # runs after every other check, whatever happened before (crashes included)
     needs: tuple = ()    # checks whose verdict this one reads (ctx.passed_check): they run first
     gates: tuple = ()    # families whose points rest on this check: unless it passes, they score nothing
+    seconds: float | None = None  # its own budget of the student's time, where the default is too small
 
     @property
     def family(self) -> str:
@@ -96,7 +97,7 @@ class Context:
         self.mutated: dict[str, str] = {}   # input name -> check id that saw it modified
         self.passed: set[str] = set()
         self.current = ""
-        self.check_seconds = check_seconds
+        self.check_seconds = self.default_seconds = check_seconds
         self.check_began = 0.0              # the session's charged time when this check started
         self.calls = 0
         self.tensor_calls = 0               # calls that returned a tensor of the expected shape
@@ -120,28 +121,39 @@ class Context:
 
     def start(self, check_id: str) -> None:
         self.current = check_id
+        check = next((c for c in self.task.checks if c.id == check_id), None)
+        self.check_seconds = getattr(check, "seconds", None) or self.default_seconds
         # The budget counts the student's calls only, as the session charges them (without the
         # waits for a core and the grader's own work): the same on an idle and a loaded host.
         self.check_began = self.session.charged
 
-    def call(self, *args, grad_output=None, wrt=(), during: str = "", measure_memory: bool = False,
-             run_on: str | None = None, trace: bool = True, seconds: float | None = None, **kwargs):
+    def call(self, *args, grad_output=None, wrt=(), during: str = "",
+             run_on: str | None = None, trace: bool = True, seconds: float | None = None,
+             fresh_child: bool = False, **kwargs):
         """Run the student function; raises StudentFailure if it raised, crashed or timed out.
 
         ``trace=False`` runs it without the advisory operation recorders, which cost a loop of
         small torch calls 4-5x its own time: for the long calls whose time is what they test.
-        ``seconds`` is a budget of the call's own (of the child's own time; within the check's)."""
+        ``seconds`` is a budget of the call's own (of the child's own time; within the check's).
+        ``fresh_child`` runs it in a child of its own, whose ``memory_peak`` covers the file's import
+        and the call (``SandboxSession.fresh_call``; always without the recorders)."""
         left = self.check_seconds - (self.session.charged - self.check_began)
         if left <= 0:
             raise Fail(T("this check ran out of its time budget ({seconds:.0f} s): your function is too slow "
                          "on these small inputs", seconds=self.check_seconds))
-        limit = min(left, self.session.limits.call_seconds, seconds or float("inf"))
+        # A check with a budget of its own (Check.seconds) may spend it on one call.
+        per_call = self.check_seconds if self.check_seconds > self.default_seconds else self.session.limits.call_seconds
+        limit = min(left, per_call, seconds or float("inf"))
         sent = [(f"arg{i}", a) for i, a in enumerate(args) if isinstance(a, torch.Tensor)] + \
                [(k, v) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
         echo = sum(t.numel() for _, t in sent) <= ECHO_LIMIT
-        result = self.session.call(*args, grad_output=grad_output, wrt=wrt, trace=trace,
-                                   timeout=limit, echo=echo, outputs=self.task.outputs,
-                                   measure_memory=measure_memory, run_on=run_on, **kwargs)
+        if fresh_child:
+            result = self.session.fresh_call(*args, timeout=limit, run_on=run_on, echo=echo,
+                                             outputs=self.task.outputs, **kwargs)
+        else:
+            result = self.session.call(*args, grad_output=grad_output, wrt=wrt, trace=trace,
+                                       timeout=limit, echo=echo, outputs=self.task.outputs,
+                                       run_on=run_on, **kwargs)
         self.calls += 1
         self.ops.update(result.ops)
         self.blocked.update(result.blocked)
@@ -151,7 +163,8 @@ class Context:
                     self.mutated.setdefault(name, self.current)
         if not result.ok:
             raise StudentFailure(result.error, during)
-        self._keep_sample(args, kwargs, result.output, sent, wrt)
+        if not fresh_child:  # the memory cases' sizes would cost the fingerprint seconds in the parent
+            self._keep_sample(args, kwargs, result.output, sent, wrt)
         return result
 
     def _keep_sample(self, args, kwargs, output, sent, wrt) -> None:

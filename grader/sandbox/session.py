@@ -50,15 +50,16 @@ class CallResult:
     cpu: float | None = None        # CPU time the child's threads used for the request (kernel's count, read here)
     inputs_after: list | None = None
     blocked: list = field(default_factory=list)
-    memory_peak: int | None = None  # bytes the run's cgroup grew by during the call (parent-measured)
+    memory_peak: int | None = None  # bytes the run's cgroup grew by (parent-measured; fresh_call only)
 
 
 class MemoryMeter:
-    """How much memory one call took, from the run's cgroup, read here in the parent.
+    """How much memory a fresh child took, from its cgroup, read here in the parent.
 
-    The peak is reset just before the request goes out; ``peak()`` is then the growth above the
-    usage before the call. Where the kernel cannot reset it (cgroup v2 before Linux 6.12) the
-    run's earlier peak may stand in: an upper bound, never an underestimate.
+    Made before the file is imported (``fresh_call``): the peak is reset then, and ``peak()`` is
+    the growth above the usage at that moment. Where the kernel cannot reset it (cgroup v2
+    before Linux 6.12) the child's peak since it started stands in: an upper bound, never an
+    underestimate.
     """
 
     def __init__(self, cgroup):
@@ -239,8 +240,8 @@ class SandboxSession:
         return answer
 
     # -- the two requests ------------------------------------------------------------
-    def load(self) -> LoadResult:
-        """Start a child (if none) and import the file in it."""
+    def load(self, lean_allocator: bool = False) -> LoadResult:
+        """Start a child (if none) and import the file in it (``lean_allocator``: see ``fresh_call``)."""
         spent = self._out_of_time()
         if spent:
             self.last_load = LoadResult(False, error=spent)
@@ -251,6 +252,8 @@ class SandboxSession:
         request = {"op": "load", "path": self.child.path_of(self.path), "function": self.function}
         if self.block:
             request["block"] = list(self.block)
+        if lean_allocator:
+            request["lean_allocator"] = True
         answer = self._exchange(request, self._limit(self.limits.load_seconds))
         if not isinstance(answer, StudentError):
             try:
@@ -272,17 +275,44 @@ class SandboxSession:
             self.last_load = LoadResult(True, params=answer["params"], blocked=answer["blocked"])
         return self.last_load
 
+    def fresh_call(self, *args, timeout: float | None = None, run_on: str | None = None, **kwargs) -> CallResult:
+        """One call in a child of its own, its memory measured from before the file is imported.
+
+        The child is new (spawned for this call, retired after it), so its ``memory_peak`` covers
+        the import and the call: memory a file takes at import (a buffer it later fills with
+        ``out=``) counts, and nothing an earlier check left in the allocator can be reused
+        unseen. The child's allocator hands every block of 256 KiB or more back to the kernel when
+        it is freed (``lean_allocator``): what the cgroup then sees is what the code holds, not
+        what glibc kept for later. The call runs without the advisory recorders. The session's own
+        child is kept for the other checks."""
+        kept, last_load, self.child = self.child, self.last_load, None
+        try:
+            spent = self._out_of_time()
+            if spent:
+                return CallResult(False, error=spent)
+            self.child = self.backend.spawn(self._dir)
+            meter = MemoryMeter(getattr(self.child, "cgroup", None))
+            loaded = self.load(lean_allocator=True)
+            if not loaded.ok:
+                return CallResult(False, error=loaded.error)
+            result = self.call(*args, timeout=timeout, run_on=run_on, **kwargs)
+            result.memory_peak = meter.peak()
+            return result
+        finally:
+            if self.child is not None:
+                self._retire_child()
+            self.child, self.last_load = kept, last_load
+
     def call(self, *args, grad_output: torch.Tensor | None = None, wrt: tuple = (),
              trace: bool = False, timeout: float | None = None, echo: bool = False, outputs: int = 1,
-             measure_memory: bool = False, run_on: str | None = None, **kwargs) -> CallResult:
+             run_on: str | None = None, **kwargs) -> CallResult:
         """Run the student's function on ``args``/``kwargs`` (and backward, when ``wrt`` is given).
 
         ``wrt`` lists the positional argument indices to differentiate with respect to;
         ``echo`` asks for the inputs back as they are after the call (``inputs_after``);
         ``outputs`` > 1 lets a tuple of tensors come back (``output`` is then a tuple);
-        ``measure_memory`` reads the run's cgroup around the call (``memory_peak``, None where
-        the child has no cgroup); ``run_on`` runs this call on another device than the session's
-        (e.g. "cpu" on a GPU worker, where the cgroup sees host memory only).
+        ``run_on`` runs this call on another device than the session's (e.g. "cpu" on a GPU
+        worker, where the cgroup sees host memory only). Memory is measured by ``fresh_call``.
         """
         spent = self._out_of_time()
         if spent:
@@ -296,11 +326,9 @@ class SandboxSession:
                    "wrt": wrt, "grad_output": grad_output, "trace": trace, "echo": echo}
         if outputs > 1:  # only then: a one-output task's request is exactly what it always was
             request["outputs"] = outputs
-        meter = MemoryMeter(getattr(self.child, "cgroup", None)) if measure_memory else None
         started = time.perf_counter()
         answer = self._exchange(request, self._limit(timeout), answers.byte_budget(args, kwargs))
         wall = time.perf_counter() - started
-        memory_peak = meter.peak() if meter else None
         if not isinstance(answer, StudentError):
             try:
                 answer = answers.check_call(answer, args, kwargs, wrt, echo, outputs)
@@ -318,4 +346,4 @@ class SandboxSession:
             output_device=answer["output_device"], requires_grad=answer["requires_grad"],
             grads=answer["grads"], grad_error=answer["grad_error"], ops=answer["ops"],
             elapsed=answer["elapsed"], wall=wall, cpu=self.last_cpu, inputs_after=answer["inputs_after"],
-            blocked=answer["blocked"], memory_peak=memory_peak)
+            blocked=answer["blocked"])

@@ -14,6 +14,7 @@ the slot's uid, installs seccomp and serves the harness protocol. The waiter rep
 the child's exit status on a pipe the grader reads.
 """
 import fcntl
+import gc
 import importlib.util
 import json
 import os
@@ -241,11 +242,17 @@ def main() -> None:
         harness.warm_up()   # the lazy imports (sympy under backward) happen here, once (P2)
         harness.disarm.disarm(stage_autograd=True)  # torch's own attention off (its kernels trapped) in every child, paid once here
         import numpy  # noqa: F401  (students import it; make that free)
+        # torch.utils.checkpoint imports TorchDynamo on its first call: 100 MiB of objects a child
+        # would otherwise build itself, inside a measured call (tiled_attention's memory checks).
+        import torch._dynamo  # noqa: F401
         preload_extensions()
         PLAN, LD_CACHE = filesystem_plan(), ld_cache()
         SECCOMP.update((mode, isolate.seccomp_program(mode)) for mode in policy.SECCOMP_MODES)
         isolate.prctl(isolate.PR_SET_CHILD_SUBREAPER, 1)
         isolate.prctl(isolate.PR_SET_DUMPABLE, 0)
+        # What the children inherit is left out of the collector's passes: a full collection in a
+        # child would otherwise touch, and so copy, every page of it (noise in measured memory).
+        gc.freeze()
         if threads_alive() != 1:
             raise RuntimeError(f"the zygote has {threads_alive()} threads; forking now would deadlock "
                                "children (set OMP/MKL/OPENBLAS_NUM_THREADS=1)")

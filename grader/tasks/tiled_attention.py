@@ -5,7 +5,7 @@ from . import Grading, Task, with_common_checks
 def build() -> Grading:
     import torch
 
-    from ..checks import forbidden, tiled
+    from ..checks import forbidden, tiled, tiled_memory
     from ..checks.base import Check
 
     return Grading(fingerprint=forbidden.TILED_FINGERPRINT, checks=with_common_checks([
@@ -15,8 +15,10 @@ def build() -> Grading:
         Check("dtype.float32", tiled.dtype_case(torch.float32)),
         Check("dtype.float64", tiled.dtype_case(torch.float64)),
         Check("online.rescale", tiled.rescale),
+        # Only a loop over the keys stays within its memory: the online family's points rest on it.
+        Check("online.key_streaming", tiled_memory.key_streaming, gates=("online",), seconds=tiled_memory.SECONDS),
         Check("stability.large_scores", tiled.large_scores),
-        Check("memory.long_sequence", tiled.long_sequence_memory),
+        Check("memory.long_sequence", tiled_memory.long_sequence, seconds=tiled_memory.SECONDS),
     ]))
 
 

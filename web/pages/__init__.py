@@ -19,13 +19,13 @@ from . import helpers
 def register(app: Flask) -> None:
     from ..extensions import login_manager
     from ..lti.views import bp as lti_bp
-    from . import auth, instructor, quiz, signup_admin, similarity, student
+    from . import auth, instructor, quiz, roster, signup_admin, similarity, student
 
     login_manager.login_view = "auth.sign_in"
     login_manager.login_message = lazy_gettext("Please sign in to see that page.")
     login_manager.login_message_category = "info"
 
-    for blueprint in (auth.bp, student.bp, quiz.bp, instructor.bp, signup_admin.bp,
+    for blueprint in (auth.bp, student.bp, quiz.bp, instructor.bp, roster.bp, signup_admin.bp,
                       similarity.bp, lti_bp):
         app.register_blueprint(blueprint)
 
@@ -33,6 +33,7 @@ def register(app: Flask) -> None:
         when=helpers.format_when, score=helpers.format_score, points=helpers.format_points, percent=helpers.format_percent,
         seconds=helpers.format_seconds, markdown=helpers.render_markdown,
         inline_markdown=helpers.render_inline, python=helpers.highlight_python,
+        cjk_spacing=helpers.tidy_cjk_spacing,
         # the grader's feedback in the reader's language (its own catalogue: grader/translations)
         feedback=grader_text, skip_reason=grader_skip_reason)
     app.context_processor(helpers.template_globals)

@@ -1,4 +1,5 @@
 # expect: memory
+# bugs: several (whole rows of keys at once: online.key_streaming; the whole matrix: memory)
 """Scores computed block by block, then concatenated: the full matrix is built after all."""
 import math
 

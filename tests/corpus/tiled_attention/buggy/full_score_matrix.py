@@ -1,4 +1,5 @@
 # expect: memory
+# bugs: several (whole rows of keys at once: online.key_streaming; the whole matrix: memory)
 """Right values, but the whole L×S score matrix at once: not tiled."""
 import math
 
