@@ -143,6 +143,35 @@ def test_a_submitted_quiz_attempt_queues_its_score(env, ada):
         assert (row.score_given, row.score_maximum) == (attempt.score, attempt.max_score)
 
 
+def test_an_answered_quiz_attempt_is_passed_back_when_submitted(env, ada):
+    """The attempt's score is totalled while it is open, so submitting it may not change
+    ``score``; the submission itself must queue it (a Moodle run showed 1/27 never sent)."""
+    from questions.answers import solution
+    from questions.model import load_bank
+    from questions.variants import variant_seed
+    from web.config import quiz_secret
+    from web.lti.models import LtiScoreSync
+    from web.models import QuizAttempt
+
+    user_id = _linked_student(env, kind="quiz")
+    qid = "head-dimension"
+    value = solution(load_bank().get(qid),
+                     variant_seed(f"user:{user_id}", qid, quiz_secret(env.config)))["value"]
+    ada.post("/quiz/quiz/start")
+    ada.post(f"/quiz/quiz/questions/{qid}", data={f"q-{qid}-number": str(value)})
+    with db_session(env) as session:
+        attempt = session.query(QuizAttempt).one()
+        assert attempt.status == "open" and attempt.score == 1  # totalled while open
+        assert session.query(LtiScoreSync).count() == 0
+    ada.post("/quiz/quiz/submit")
+    with db_session(env) as session:
+        attempt = session.query(QuizAttempt).one()
+        row = session.query(LtiScoreSync).one()
+        assert attempt.status == "submitted"
+        assert (row.score_given, row.score_maximum) == (1.0, attempt.max_score)
+        assert row.sent_version < row.version  # waiting to be sent, not shown as "sent"
+
+
 def test_the_lti_tables_import_first_without_a_cycle():
     """``attn-grader lti roster`` imports web.lti.models before web.models."""
     import subprocess
