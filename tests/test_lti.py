@@ -188,6 +188,12 @@ def test_deep_linking_places_an_assignment_with_its_line_item(lti):
     other = requests.Session()  # another instructor's browser cannot answer this selection
     launch(other, platform, "lms-prof", link="link-x", custom={"attn_grader_assignment": "quiz"})
     assert other.get(picker_url).status_code == 404
+    # Any subset may be ticked: no checkbox is `required` (the browser would then demand all),
+    # and "none" is refused by the server in words.
+    assert re.findall(r'<input[^>]*name="assignments"[^>]*>', page.text)
+    assert not re.search(r'<input[^>]*name="assignments"[^>]*required', page.text)
+    empty = browser.post(picker_url, data={"csrf_token": _csrf(page.text)})
+    assert empty.status_code == 200 and "Tick at least one assignment." in empty.text
     back = browser.post(picker_url, data={"csrf_token": _csrf(page.text),
                                           "assignments": ["sdpa", "quiz"]})
     assert back.status_code == 200
