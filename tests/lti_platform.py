@@ -156,7 +156,7 @@ def _launch_class(platform: Platform):
             return (f'<form method="post" action="{action}">'
                     f'<input type="hidden" name="id_token" value="{token}">'
                     f'<input type="hidden" name="state" value="{escape(launch_data["state"])}">'
-                    "</form>")
+                    "</form><script>document.forms[0].submit()</script>")  # as an LMS does
     return Launch
 
 
@@ -242,6 +242,14 @@ def platform_app(platform: Platform) -> Flask:
         if hint["kind"] == "deeplink":
             login.set_deeplinking_launch_url()
         return login.initiate_login(request.args["user"])
+
+    @app.get("/course")
+    def course():
+        """The LMS's course page with the tool embedded in an iframe (Moodle's "Embed",
+        Canvas's default); the query is the link's, as for ``/start``."""
+        src = escape("/start?" + request.query_string.decode())
+        return (f'<!doctype html><title>Course</title><h1>LMS course</h1>'
+                f'<iframe id="tool" src="{src}" style="width:1000px;height:800px"></iframe>')
 
     @app.route("/authorize", methods=["GET", "POST"])
     def authorize():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from http.cookiejar import DefaultCookiePolicy
 
+import pytest
 import requests
 
 from pages_support import db_session, grade_queued
@@ -117,3 +118,72 @@ def test_an_embedded_student_submits_sees_the_grade_and_takes_the_quiz(lti):
     assert done.status_code == 200 and "/quiz/attempts/" in done.url
     with db_session(env) as session:
         assert session.query(LtiScoreSync).count() == 1  # the task's 7/10 (quiz not linked)
+
+
+# ---- a real browser: the LMS on localhost, the tool on 127.0.0.1 (two sites) ----------------
+
+@pytest.fixture
+def two_sites(tmp_path):
+    from browser_support import CHROMIUM_ARGS, _playwright
+    from lti_platform import LEARNER, LiveServer, Platform, platform_app
+    from pages_support import make_env
+    from web.db import dispose_engines
+    from web.lti import platforms
+
+    sync_playwright = _playwright()
+    env = make_env(tmp_path, WTF_CSRF_ENABLED=True)
+    tool = LiveServer(env.app).start()
+    platform = Platform(tool_url=tool.url)
+    lms = LiveServer(platform_app(platform))
+    platform.url = lms.url.replace("127.0.0.1", "localhost")  # another site for the browser
+    lms.start()
+    platform.users["lms-ada"] = {"name": "Ada L.", "email": "ada.lms@example.edu",
+                                 "roles": [LEARNER]}
+    with db_session(env) as session:
+        platforms.add_platform(session, allow_http=True, **platform.tool_registration())
+        session.commit()
+    from browser_support import CHROMIUM
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield env, tool, platform, browser
+        browser.close()
+    lms.stop()
+    tool.stop()
+    dispose_engines()
+
+
+@pytest.mark.browser
+def test_a_framed_launch_across_two_sites_in_chromium(two_sites):
+    """Chromium keeps no Lax cookie of the tool in the LMS's cross-site iframe; the student
+    still lands on the task, submits, sees the grade and takes the quiz inside the frame."""
+    import json
+
+    env, tool, platform, browser = two_sites
+    page = browser.new_page()
+    refused = []
+    page.on("console", lambda m: refused.append(m.text) if "frame-ancestors" in m.text else None)
+    custom = json.dumps({"attn_grader_assignment": "sdpa"})
+    page.goto(f"{platform.url}/course?user=lms-ada&link=link-sdpa&lineitem=li-sdpa&custom={custom}")
+    frame = page.frame_locator("#tool")
+    frame.locator("#submit-form").wait_for()
+    [inner] = [f for f in page.frames if "/tasks/sdpa" in f.url]
+    assert inner.url.startswith(tool.url) and "lti_frame=" in inner.url
+    inner.set_input_files("#upload", {"name": "mine.py", "mimeType": "text/x-python",
+                                      "buffer": b"# SCORE=7\n"})
+    inner.click("#submit-form button[type=submit]")
+    frame.locator("#result").wait_for()
+    assert grade_queued(env) == 1
+    inner.evaluate("location.reload()")
+    frame.get_by_text("7 / 10").first.wait_for()
+
+    quiz_url = inner.url.split("/submissions")[0] + "/quiz/quiz?" + inner.url.split("?")[1]
+    inner.goto(quiz_url)
+    inner.click("form[action*='/start'] button[type=submit]")
+    frame.locator("#submit-quiz").wait_for()
+    inner.click("#submit-quiz button[type=submit]")
+    confirm = inner.locator("dialog[open] button[value=confirm], #confirm-submit")
+    if confirm.count():  # submitting with unanswered questions asks first
+        confirm.first.click()
+    inner.wait_for_url("**/quiz/attempts/**")
+    assert refused == []  # the browser never blocked a framed page
+    assert page.context.cookies(tool.url) == []  # nothing of the tool stored: no cookies needed
