@@ -36,6 +36,26 @@ def urls(base_url):
         click.echo(f"{label:40} {value}")
 
 
+@lti.command("registration-url")
+@click.option("--base-url", required=True, help="this service's public address, e.g. "
+              "https://grader.example.edu")
+@click.option("--course", "course_slug", default=None,
+              help="the course its launches join [default: the default course]")
+def registration_url(base_url, course_slug):
+    """A dynamic-registration URL to paste into the LMS (valid 7 days, for one LMS)."""
+    from sqlalchemy import select
+
+    from ..models import Course
+    from .registration import registration_url as make_url
+
+    config = cli_config()
+    if course_slug:
+        with cli_session(config) as session:
+            if session.scalar(select(Course).where(Course.slug == course_slug)) is None:
+                raise click.ClickException(f"no course {course_slug!r}")
+    click.echo(make_url(base_url, config["SECRET_KEY"], course_slug))
+
+
 @lti.group()
 def platforms():
     """Registered LMS platforms."""

@@ -126,10 +126,14 @@ def platform_origins(platform, body: dict | None = None) -> list[str]:
         from .provision import DEEP_LINKING_CLAIM
         urls.append((body.get(DEEP_LINKING_CLAIM) or {}).get("deep_link_return_url"))
         urls.append((body.get(PRESENTATION_CLAIM) or {}).get("return_url"))
-    return sorted({o for o in map(_origin, urls) if o})
+    return platform_origins_of(urls)
 
 
 PRESENTATION_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/launch_presentation"
+
+
+def platform_origins_of(urls) -> list[str]:
+    return sorted({o for o in map(_origin, urls) if o})
 
 
 def allow_framing_by(origins: list[str]) -> None:

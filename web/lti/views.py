@@ -18,8 +18,8 @@ from __future__ import annotations
 from urllib.parse import urlparse
 
 import jwt
-from flask import (Blueprint, abort, flash, jsonify, make_response, redirect, render_template,
-                   request, session as browser_session, url_for)
+from flask import (Blueprint, abort, current_app, flash, jsonify, make_response, redirect,
+                   render_template, request, session as browser_session, url_for)
 from flask_babel import gettext
 from flask_login import login_user
 from pylti1p3.contrib.flask import FlaskMessageLaunch, FlaskRequest
@@ -32,7 +32,7 @@ from ..pages.forms import ActionForm
 from ..pages.helpers import db, instructor_required
 from ..security import content_security_policy
 from ..services.courses import default_course, find_assignment, points_possible
-from . import frame, keys, passback, platforms, provision, refusals, roster
+from . import frame, keys, passback, platforms, provision, refusals, registration, roster
 from .forms import DeepLinkForm, DeploymentsForm, PlatformForm
 from .models import LtiContext
 from .toolconf import DatabaseLaunchData, DatabaseToolConf, http_session
@@ -192,6 +192,33 @@ def deep_link(launch_id: str):
     return response
 
 
+@bp.get("/lti/register/<token>")
+@csrf.exempt
+def register(token: str):
+    """Dynamic registration: the LMS opens this URL (pasted by its administrator), usually
+    in a frame of its own page, with ``openid_configuration`` and ``registration_token``."""
+    session = db()
+    config_url = request.args.get("openid_configuration", "")
+    try:
+        registration.read_token(session, current_app.secret_key, token)
+    except registration.RegistrationRefused as exc:
+        return _refuse(gettext("This registration URL cannot be used: %(reason)s.", reason=exc))
+    # Framable by the LMS that opened it; its issuer's origin is added once it is known.
+    frame.allow_framing_by(frame.platform_origins_of([config_url]))
+    keys.signing_key(session)
+    try:
+        done = registration.register(
+            session, secret=current_app.secret_key, token=token, openid_configuration=config_url,
+            registration_token_value=request.args.get("registration_token"),
+            base_url=request.host_url, allow_http=_allow_http())
+    except registration.RegistrationRefused as exc:
+        session.rollback()
+        return _refuse(gettext("The LMS could not be registered: %(reason)s.", reason=exc))
+    session.commit()
+    frame.allow_framing_by(frame.platform_origins(done.platform))
+    return render_template("lti/registered.html", platform=done.platform, product=done.product)
+
+
 @bp.get("/lti/jwks")
 def jwks():
     data = keys.jwks(db())
@@ -226,7 +253,9 @@ def admin():
     keys.signing_key(session)
     session.commit()
     contexts = session.query(LtiContext).order_by(LtiContext.id).all()
+    register_url = registration.registration_url(request.host_url, current_app.secret_key)
     return render_template("lti/admin.html", form=form, urls=platforms.tool_urls(),
+                           register_url=register_url,
                            platforms=platforms.list_platforms(session), contexts=contexts,
                            outbox=passback.outbox(session), deployments_form=DeploymentsForm(),
                            action_form=ActionForm())
