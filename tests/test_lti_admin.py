@@ -44,6 +44,16 @@ def test_cli_registers_lists_and_removes_platforms(env):
         [("Canvas", "1000000000001", ["12:abc"])]
     assert runner.invoke(main, ["lti", "platforms", "deployments", "Canvas", "1", "2"],
                          env=cli_env).exit_code == 0
+    from web.models import Course
+    with db_session(env) as session:
+        slug = session.query(Course.slug).first()[0]
+    scoped = runner.invoke(main, ["lti", "platforms", "course", "Canvas", slug], env=cli_env)
+    assert scoped.exit_code == 0 and f"launches join {slug}" in scoped.output
+    assert f"course={slug}" in runner.invoke(main, ["lti", "platforms", "list"], env=cli_env).output
+    unscoped = runner.invoke(main, ["lti", "platforms", "course", "Canvas"], env=cli_env)
+    assert "launches join the default course" in unscoped.output
+    assert runner.invoke(main, ["lti", "platforms", "course", "Canvas", "nope"],
+                         env=cli_env).exit_code == 1
     urls = runner.invoke(main, ["lti", "urls", "--base-url", "https://grader.example.edu/"],
                          env=cli_env).output
     assert "https://grader.example.edu/lti/login" in urls

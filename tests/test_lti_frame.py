@@ -125,7 +125,7 @@ def test_an_embedded_student_submits_sees_the_grade_and_takes_the_quiz(lti):
 @pytest.fixture
 def two_sites(tmp_path):
     from browser_support import CHROMIUM_ARGS, _playwright
-    from lti_platform import LEARNER, LiveServer, Platform, platform_app
+    from lti_platform import INSTRUCTOR, LEARNER, LiveServer, Platform, platform_app
     from pages_support import make_env
     from web.db import dispose_engines
     from web.lti import platforms
@@ -139,6 +139,8 @@ def two_sites(tmp_path):
     lms.start()
     platform.users["lms-ada"] = {"name": "Ada L.", "email": "ada.lms@example.edu",
                                  "roles": [LEARNER]}
+    platform.users["lms-prof"] = {"name": "Prof. P.", "email": "prof.lms@example.edu",
+                                  "roles": [INSTRUCTOR]}
     with db_session(env) as session:
         platforms.add_platform(session, allow_http=True, **platform.tool_registration())
         session.commit()
@@ -187,3 +189,15 @@ def test_a_framed_launch_across_two_sites_in_chromium(two_sites):
     inner.wait_for_url("**/quiz/attempts/**")
     assert refused == []  # the browser never blocked a framed page
     assert page.context.cookies(tool.url) == []  # nothing of the tool stored: no cookies needed
+
+    # An instructor launched in a new window (top level: cookies as usual) reads the LTI
+    # settings page on a 390 px phone, at its address with a trailing slash, without
+    # sideways scrolling (issue 28, N8).
+    from browser_support import PHONE
+    phone = browser.new_page(viewport=PHONE)
+    phone.goto(f"{platform.url}/start?user=lms-prof&link=link-sdpa&custom={custom}")
+    phone.wait_for_url("**/tasks/sdpa")
+    assert "lti_frame=" not in phone.url
+    phone.goto(f"{tool.url}/instructor/lti/")
+    phone.locator("#registration-url").wait_for()
+    assert phone.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
