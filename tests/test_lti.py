@@ -253,6 +253,8 @@ def test_a_student_cannot_open_content_selection_and_bad_launches_are_refused(lt
     assert replay.status_code == 400 and "State not found" in replay.text  # state used up
     assert replay_same_browser.status_code == 400 and "Invalid Nonce" in replay_same_browser.text
     assert "This launch link was already used." in replay_same_browser.text
+    russian = requests.post(action, data=fields, headers={"Accept-Language": "ru"})
+    assert "Откройте задание заново со страницы курса в LMS." in russian.text  # reader's language
 
 
 def test_roster_sync_enrolls_active_members_and_drops_inactive_ones(lti):
