@@ -75,6 +75,18 @@ def test_claims_take_jobs_oldest_first_and_once(service):
     assert a.code == "# SCORE=7\n" and a.task_id == "sdpa"
 
 
+def test_a_job_claimed_by_id_is_taken_once_and_again_after_its_lease(service):
+    first = _submit(service)[1]
+    second = _submit(service, email="bob@example.org")[1]
+    got = claims.claim_job(service.engine, second, "w1", lease_seconds=30)
+    assert (got.job_id, got.attempt) == (second, 1)  # the younger job, by its id
+    assert claims.claim_job(service.engine, second, "w2") is None  # held under a live lease
+    later = utcnow() + timedelta(seconds=31)
+    again = claims.claim_job(service.engine, second, "w2", now=later)
+    assert (again.job_id, again.attempt, again.worker) == (second, 2, "w2")
+    assert claims.claim_next(service.engine, "w3").job_id == first
+
+
 def test_gpu_jobs_wait_for_a_gpu_worker(service):
     with session_factory(service.engine)() as session:
         find_assignment(session, "mha").device = "cuda"

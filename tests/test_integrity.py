@@ -124,8 +124,11 @@ def test_attack_is_withstood(reports, path, level):
         assert any(i.startswith("grad.") for i in failed), sorted(failed)
         assert all(c["points"] == 0 for c in report["checks"] if c["id"].startswith("grad.")), report["checks"]
     if os.path.basename(path) == "fresh_interpreter.py" and level != "auto":
-        # the first call on fresh inputs already is the kernel's output: nothing more is run
-        assert _skipped(report) and "bit-for-bit" in messages, messages[:400]
+        # the first call on fresh inputs already is the kernel's output: nothing more is run. On a
+        # busy host the second interpreter's import of torch can outlast the test's 5 s calls
+        # (its wait is charged to the child): then nothing answered, and the score is the same.
+        timed_out = "did not finish in time" in messages
+        assert timed_out or (_skipped(report) and "bit-for-bit" in messages), messages[:400]
     if os.path.basename(path) == "frozen_clock.py":
         # The parent's clock, not the frozen one: twenty times the work is slower than the reference.
         timing = next(c for c in report["checks"] if c["id"] == "speed.relative")["details"]

@@ -27,8 +27,8 @@ def _reads_a_setting(line: str) -> bool:
             and not line.lstrip().startswith("del "))
 
 
-# Students' files the tests grade (some hostile, one not even text): not the project's code.
-SUBMISSIONS = ("tests/hostile/", "tests/corpus/")
+# Students' files the tests grade (some hostile, some written not to parse): not the project's code.
+SUBMISSIONS = ("tests/hostile/", "tests/corpus/", "tests/integrity/", "tests/honest_under_block/")
 
 
 def _tracked(*suffixes: str) -> list[Path]:
@@ -72,7 +72,7 @@ def test_only_the_registry_reads_the_environment_for_a_setting():
     for path in _tracked(".py"):
         if path == ROOT / "grader" / "settings.py":
             continue
-        source = path.read_text(encoding="utf-8")
+        source = path.read_text(encoding="utf-8-sig")
         for number, line in enumerate(source.splitlines(), 1):
             if _reads_a_setting(line):
                 readers.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")

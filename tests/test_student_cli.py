@@ -124,7 +124,10 @@ def test_check_says_a_syntax_error_once_and_folds_the_checks_it_skipped(tmp_path
     assert "(line 3, column 12)" in run.stdout
     # the line, and a caret under the spot where Python stopped reading
     assert "3 |     return (\n" + " " * len("3 |     return ") + "^\n" in run.stdout
-    assert run.stdout.count("(31 more)") == 1 and "not run: the submission could not be loaded" in run.stdout
+    # every check it could not run folded into one row (their number grows with the task's checks)
+    folded = re.findall(r"\((\d+) more\)", run.stdout)
+    assert len(folded) == 1 and int(folded[0]) >= 20, run.stdout
+    assert "not run: the submission could not be loaded" in run.stdout
 
 
 def test_check_warns_that_the_server_refuses_a_file_over_its_limit(tmp_path):

@@ -156,6 +156,7 @@ class PlainChild:
         os.close(req_r)
         os.close(res_w)
         self.request_fd, self.response_fd = req_w, res_r
+        self.stopped = False  # killed by the grader (its time ran out), not by the kernel
         self.out = OutputCapture(os.dup(self.proc.stdout.fileno()), limits.output_bytes)
         self.err = OutputCapture(os.dup(self.proc.stderr.fileno()), limits.output_bytes)
         self.proc.stdout.close()
@@ -178,9 +179,11 @@ class PlainChild:
         return describe_status(self.proc.poll())
 
     def describe_exit(self) -> str:
-        return describe_status(self.proc.poll())
+        status = self.proc.poll()
+        return "stopped by the grader at its time limit" if self.stopped else describe_status(status)
 
     def kill(self) -> None:
+        self.stopped = self.stopped or self.proc.poll() is None  # the grader's SIGKILL, not the kernel's
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

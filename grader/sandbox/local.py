@@ -256,6 +256,7 @@ class LocalChild:
             os.close(fd)
         self.request_fd, self.response_fd, self.status_fd = req_w, res_r, status_r
         self.exit: int | None = None
+        self.stopped = False  # killed by the grader (its time ran out), not by the kernel
         self.out = OutputCapture(out_r, limits.output_bytes)
         self.err = OutputCapture(err_r, limits.output_bytes)
         self.out.start()
@@ -281,10 +282,12 @@ class LocalChild:
 
     def describe_exit(self) -> str:
         self._read_status(0.0)
-        return describe_status(self.exit)
+        return "stopped by the grader at its time limit" if self.stopped else describe_status(self.exit)
 
     def kill(self) -> None:
+        self._read_status(0.0)
         if self.exit is None:
+            self.stopped = True
             try:
                 os.killpg(self.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):

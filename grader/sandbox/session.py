@@ -204,7 +204,9 @@ class SandboxSession:
             self.child.kill()
             status = self.child.describe_exit()
             self._retire_child()
-            if "memory limit" in status:  # the kernel killed it for its memory; its time ran out after
+            # The kernel killed it for its memory and its time ran out after. Only the cgroup's
+            # count says so: a bare SIGKILL (the grader's own, just above) reads "time or memory".
+            if status.startswith("killed: memory limit"):
                 return StudentError("memory", f"no answer: {status}")
             if thrashed:
                 return StudentError("memory", f"the submission kept hitting its memory limit "

@@ -111,6 +111,16 @@ def claim_next(engine: Engine, worker: str, queues=("cpu",), lease_seconds: floa
         return _take(conn, J.id == pick, worker, lease_seconds, now)
 
 
+def claim_job(engine: Engine, job_id: int, worker: str, lease_seconds: float = 60.0,
+              now=None) -> Claim | None:
+    """Claim job ``job_id`` itself if it is claimable (queued, or its lease ran out); None if
+    not. Workers claim by age (``claim_next``: a broker message only rings the queue's
+    doorbell); this by-id claim is what ../shared/tools/scale/claims.py measures it against."""
+    now = now or utcnow()
+    with writing(engine).begin() as conn:
+        return _take(conn, J.id == job_id, worker, lease_seconds, now)
+
+
 def renew_lease(engine: Engine, claim: Claim, lease_seconds: float, now=None) -> bool:
     """Extend the lease; False means another attempt took the job over (stop caring)."""
     now = now or utcnow()
