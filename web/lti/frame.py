@@ -181,7 +181,9 @@ class FrameSessionInterface(SecureCookieSessionInterface):
     is the server-side row the token names (and no cookie is read or set)."""
 
     def open_session(self, app, req):
-        token = req.args.get(PARAM) or (req.form.get(PARAM) if req.method == "POST" else None)
+        # Only the query string: every framed link and form action carries the token there
+        # (``url_defaults``), and reading a body here could fail before any error handler.
+        token = req.args.get(PARAM)
         if not token:
             return super().open_session(app, req)
         session = FrameSession()
