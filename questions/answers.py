@@ -54,6 +54,9 @@ class AnswerResult:
     max_points: float
     feedback: str                 # English; a ``T`` carries its template for the reader's language
     details: dict = field(default_factory=dict)
+    # the verdict without what a review shows beside it (option feedback, the explanation):
+    # read by ``questions.review``, never stored (``to_dict`` leaves it out)
+    head: str | None = None
 
     def to_dict(self) -> dict:
         """JSON-ready: ``feedback`` in English, ``feedback_i18n`` its template and arguments
@@ -142,10 +145,11 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
     kind, d, top = question.kind, question.data, question.points
     explanation = bank_text(d["explanation"], env) if d.get("explanation") else ""
 
-    def result(fraction: float, correct, feedback: T, **details) -> AnswerResult:
+    def result(fraction: float, correct, feedback: T, head: T | None = None, **details) -> AnswerResult:
+        short = feedback if head is None else head
         if explanation and correct is not None:
             feedback = joined([feedback, explanation], "\n\n")
-        return AnswerResult(correct, round(top * fraction, 6), top, feedback, details)
+        return AnswerResult(correct, round(top * fraction, 6), top, feedback, details, short)
 
     if kind in ("single", "multiple"):
         shown = shown_options(question, seed)  # an option this student was not shown is no answer
@@ -154,7 +158,7 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
         oid = _resolve_prefixed(question, seed, answer, "", ids)
         ok = next(o for o in shown if o["id"] == oid)["correct"]
         head = T(CORRECT if ok else INCORRECT)
-        return result(1.0 if ok else 0.0, ok, _verdict_and(head, _option_feedback(question, oid, env)))
+        return result(1.0 if ok else 0.0, ok, _verdict_and(head, _option_feedback(question, oid, env)), head)
     if kind == "multiple":
         if not isinstance(answer, (list, tuple, set)):
             raise AnswerFormatError("expected a list of option ids")
@@ -168,7 +172,7 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
         lines += [_option_feedback(question, oid, env) for oid in ids if oid in chosen]
         if right - chosen:
             lines.append(T("You left out {n} correct option(s).", n=len(right - chosen)))
-        return result(fraction, ok, joined(lines, "\n"))
+        return result(fraction, ok, joined(lines, "\n"), lines[0])
     if kind == "numeric":
         value = parse_number(answer, lang)
         mistakes = [(float(expr.evaluate(m["value"], env)), m["feedback"]) for m in d.get("mistakes") or []]
@@ -210,7 +214,7 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
         notes = [bank_text(distractors[r]["feedback"], env) for r in dict.fromkeys(chosen.values())
                  if r in distractors and distractors[r].get("feedback")]
         head = T(CORRECT) if ok else T("{got} of {total} pairs are matched correctly.", got=got, total=len(lefts))
-        return result(got / len(lefts), ok, joined([head, *notes], "\n"))
+        return result(got / len(lefts), ok, joined([head, *notes], "\n"), head)
     if kind in ("matrix", "shape", "big_o"):
         from .typed import grade_typed
         return grade_typed(question, env, answer, lang, result, top, explanation)

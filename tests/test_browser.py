@@ -46,6 +46,7 @@ INSTRUCTOR = {"email": "prof@example.org", "password": "correct horse"}  # seed_
 CORRECT_FILE = CORPUS / "correct" / "einsum.py"
 WRONG_FILE = CORPUS / "buggy" / "scale_constant_64.py"
 NUMERIC_QUESTION, FREE_TEXT_QUESTION = "head-dimension", "derive-score-variance"
+CHOICE_QUESTION, UNANSWERED_QUESTION = "sqrt-not-dk", "soft-lookup"  # one answered, one left blank
 CODE_QUESTION = "causal-mask-code"
 WRONG_MASK = "import torch\n\ndef causal_mask(L, S):\n    return torch.ones(L, S, dtype=torch.bool).triu()\n"
 
@@ -164,6 +165,7 @@ def test_student_journey(server, lang):
     numeric.locator("button[type=submit]").click()
     page.wait_for_selector(f"#q-{NUMERIC_QUESTION} .feedback.correct")
     assert page.locator(f"#q-{FREE_TEXT_QUESTION} textarea").input_value() == draft
+    _answer_choice(page, lang)
 
     # A code answer goes to the grading workers: shown as being graded, then the poller
     # swaps the verdict in without reloading (text typed meanwhile stays put), with the
@@ -188,9 +190,13 @@ def test_student_journey(server, lang):
     failure.scroll_into_view_if_needed()
     shot(page, f"{lang}-06-quiz", full_page=False)
     expect_label(page, lang, "#submit-quiz button[type=submit]", "Submit the quiz")
+    asked = []  # questions are left blank: the page asks before submitting
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     page.click("#submit-quiz button[type=submit]")
     page.wait_for_url("**/quiz/attempts/*")
+    assert asked and re.search(r"\d", asked[0]), asked
     expect_lang(page, lang)
+    _expect_final_review(page, lang)
     assert page.locator(f"#q-{FREE_TEXT_QUESTION} .feedback.pending").count() == 1  # awaiting review
     assert "<script>alert(1)</script>" in page.locator(f"#q-{FREE_TEXT_QUESTION} .answer-text").inner_text()
 
@@ -201,6 +207,38 @@ def test_student_journey(server, lang):
         phone_shot(server, storage, task_url, "en-09-task-phone")
     state.update(storage=storage, wrong_url=wrong_url, attempt_url=page.url)
     page.context.close()
+
+
+def _answer_choice(page, lang: str) -> None:
+    """A choice question answered: once final it shows every option, the pick and the key
+    marked in words, the picked option's feedback beside it, and the worked solution."""
+    box = page.locator(f"#q-{CHOICE_QUESTION}")
+    box.locator("input[type=radio]").first.check()
+    with page.expect_navigation():
+        box.locator("button[type=submit]").click()
+    review = page.locator(f"#q-{CHOICE_QUESTION} .review")
+    review.wait_for()
+    assert review.locator("li.picked .option-feedback").count() == 1
+    assert review.locator("li.key .option-feedback").count() >= 1
+    assert review.locator(".solution").count() == 1
+    expect_label(page, lang, f"#q-{CHOICE_QUESTION} li.picked .tag-picked", "your answer")
+    expect_label(page, lang, f"#q-{CHOICE_QUESTION} .solution", "Worked solution")
+
+
+def _expect_final_review(page, lang: str) -> None:
+    """The submitted attempt, in the reader's language: the answered choice with pick, key and
+    solution; the number beside the right one; a blank question with its key."""
+    choice = page.locator(f"#q-{CHOICE_QUESTION} .review")
+    assert choice.locator("li.picked").count() == 1 and choice.locator("li.key").count() >= 1
+    assert choice.locator(".solution").count() == 1
+    expect_label(page, lang, f"#q-{CHOICE_QUESTION} li.key .tag-key", "right answer")
+    numeric = page.locator(f"#q-{NUMERIC_QUESTION} .review")
+    assert numeric.locator("dd.yours").inner_text().strip() == numeric.locator("dd.key code").inner_text().strip()
+    assert numeric.locator(".solution").count() == 1
+    blank = page.locator(f"#q-{UNANSWERED_QUESTION} .review")
+    assert blank.locator("li.key").count() == 1 and blank.locator("li.picked").count() == 0
+    page.locator(f"#q-{CHOICE_QUESTION}").scroll_into_view_if_needed()
+    shot(page, f"{lang}-06b-quiz-attempt-review", full_page=False)
 
 
 def _right_number(server, lang: str) -> float:

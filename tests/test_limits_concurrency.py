@@ -148,4 +148,4 @@ def test_twenty_quiz_starts_and_answers_at_once_meet_the_quiz_limits(app):
             _at_once(lambda i: clients[i].post("/quiz/quiz/questions/head-dimension",
                                                data={"q-head-dimension-number": str(i)}))
             assert _count(app, QuizTry) == 1
-            clients[0].post("/quiz/quiz/submit")
+            clients[0].post("/quiz/quiz/submit", data={"confirmed": "yes"})

@@ -145,7 +145,7 @@ def test_a_submitted_quiz_attempt_queues_its_score(env, ada):
     with db_session(env) as session:
         assert session.query(QuizAttempt).count() == 1
         assert session.query(LtiScoreSync).count() == 0  # open attempts are not scores
-    ada.post("/quiz/quiz/submit")
+    ada.post("/quiz/quiz/submit", data={"confirmed": "yes"})
     with db_session(env) as session:
         attempt = session.query(QuizAttempt).one()
         row = session.query(LtiScoreSync).one()

@@ -65,7 +65,7 @@ def test_quiz_in_russian_with_feedback_then_the_instructors_grade(env, ada, prof
 
     essay = "Var(q·k) = d_k <img src=x onerror=alert(1)>"
     ada.post(f"/quiz/quiz/questions/{FREE}", data={_field(FREE, "text"): essay})
-    response = ada.post("/quiz/quiz/submit")
+    response = ada.post("/quiz/quiz/submit", data={"confirmed": "yes"})
     attempt_url = response.location
     page = ada.get(attempt_url).get_data(as_text=True)
     assert "Ждёт проверки" in page and "<img src=x" not in page and "&lt;img src=x" in page
@@ -111,7 +111,7 @@ def test_quiz_attempt_limit(env, ada):
         session.query(Assignment).filter_by(slug="quiz").one().max_attempts = 1
         session.commit()
     ada.post("/quiz/quiz/start")
-    ada.post("/quiz/quiz/submit")
+    ada.post("/quiz/quiz/submit", data={"confirmed": "yes"})
     page = ada.get("/quiz/quiz").get_data(as_text=True)
     assert "The quiz is closed: no attempts left." in page
     page = ada.post("/quiz/quiz/start", follow_redirects=True).get_data(as_text=True)
@@ -121,11 +121,11 @@ def test_quiz_attempt_limit(env, ada):
 def test_quiz_attempts_are_numbered_per_student(env, ada, bob):
     for _ in range(2):  # bob's attempts take the first global ids
         bob.post("/quiz/quiz/start")
-        bob.post("/quiz/quiz/submit")
+        bob.post("/quiz/quiz/submit", data={"confirmed": "yes"})
     ada.post("/quiz/quiz/start")
-    first = ada.post("/quiz/quiz/submit").location
+    first = ada.post("/quiz/quiz/submit", data={"confirmed": "yes"}).location
     ada.post("/quiz/quiz/start")
-    second = ada.post("/quiz/quiz/submit").location
+    second = ada.post("/quiz/quiz/submit", data={"confirmed": "yes"}).location
     first_id = int(first.rsplit("/", 1)[1])
     assert first_id > 2
     page = ada.get(first).get_data(as_text=True)
@@ -247,7 +247,7 @@ def test_answers_without_a_rubric_are_graded_with_points(env, ada, prof):
     from web.models import QuizAnswer
     ada.post("/quiz/quiz/start")
     ada.post(f"/quiz/quiz/questions/{NUMERIC}", data={_field(NUMERIC, "number"): "7"})
-    ada.post("/quiz/quiz/submit")
+    ada.post("/quiz/quiz/submit", data={"confirmed": "yes"})
     with db_session(env) as session:  # an answer an instructor must look at by hand
         answer = session.query(QuizAnswer).filter_by(question_id=NUMERIC).one()
         answer.correct, answer_id = None, answer.id
@@ -297,6 +297,6 @@ def test_a_matrix_a_shape_and_a_big_o_are_answered_on_the_quiz_page(env, prof, a
     page = ada.post(f"/quiz/quiz/questions/{big_o}", data={_field(big_o, "expression"): "O(d n²)"},
                     follow_redirects=True).get_data(as_text=True)
     assert page.count('class="feedback correct"') == 3
-    attempt = ada.post("/quiz/quiz/submit").location
+    attempt = ada.post("/quiz/quiz/submit", data={"confirmed": "yes"}).location
     page = ada.get(attempt).get_data(as_text=True)
     assert 'class="matrix-grid answer"' in page and "O(d n²)" in page

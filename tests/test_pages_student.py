@@ -279,7 +279,7 @@ def test_scores_link_to_the_work_and_a_score_awaiting_review_is_not_final(env, a
     ada.post("/quiz/quiz/start")
     ada.post("/quiz/quiz/questions/derive-score-variance",
              data={"q-derive-score-variance-text": "a derivation"})
-    ada.post("/quiz/quiz/submit")
+    ada.post("/quiz/quiz/submit", data={"confirmed": "yes"})
     matrix = prof.get("/instructor/").get_data(as_text=True)
     assert f'href="/instructor/submissions/{sid}"' in matrix
     assert re.search(r'href="/quiz/attempts/\d+"', matrix) and "awaiting review" in matrix
@@ -357,7 +357,7 @@ def test_the_grading_queue_names_the_language_an_answer_was_written_in(env, ada,
     ada.post("/quiz/quiz/questions/derive-score-variance",
              data={"q-derive-score-variance-text": "вывод дисперсии"})
     ada.post("/language", data={"lang": "zh", "next": "/"})  # the open attempt follows
-    ada.post("/quiz/quiz/submit")
+    ada.post("/quiz/quiz/submit", data={"confirmed": "yes"})
     page = prof.get("/instructor/grading").get_data(as_text=True)
     assert "answered in Русский" in page and "answered in 中文" not in page
 
@@ -380,7 +380,7 @@ def test_a_free_text_grade_shows_which_rubric_items_were_met(env, ada, prof):
     ada.post("/quiz/quiz/start")
     ada.post("/quiz/quiz/questions/derive-score-variance",
              data={"q-derive-score-variance-text": "a derivation"})
-    response = ada.post("/quiz/quiz/submit")
+    response = ada.post("/quiz/quiz/submit", data={"confirmed": "yes"})
     with db_session(env) as session:
         from web.models import QuizAnswer
         answer = session.query(QuizAnswer).filter_by(question_id="derive-score-variance").one()

@@ -22,8 +22,9 @@ def _rows(env):
 
 
 def _feedback_boxes(page: str) -> str:
-    """The text of every feedback box on the page (tags dropped, entities decoded)."""
-    boxes = re.findall(r'<div class="feedback [a-z]+">(.*?)</div>', page, re.S)
+    """The text of every feedback box and option feedback on the page (tags dropped, entities
+    decoded): once final, an option's feedback stands next to that option."""
+    boxes = re.findall(r'<div class="(?:feedback [a-z]+|option-feedback)">(.*?)</div>', page, re.S)
     return html.unescape(re.sub(r"<[^>]+>", "", " ".join(boxes)))
 
 
@@ -49,7 +50,7 @@ def test_an_answer_graded_once_is_read_in_every_language(env, ada, prof):
     wrong = next(o for o in single.data["options"] if not o["correct"])
     ada.post(f"/quiz/quiz/questions/{SINGLE}",
              data={f"q-{SINGLE}-choice": token(seeds[SINGLE], SINGLE, wrong["id"])})
-    attempt_url = ada.post("/quiz/quiz/submit").location
+    attempt_url = ada.post("/quiz/quiz/submit", data={"confirmed": "yes"}).location
 
     expected = {"en": ("Your value 1000.5 is too large.", "Not correct."),
                 "ru": ("Ваше значение 1000,5 слишком велико.", "Неверно."),
@@ -98,7 +99,7 @@ def test_feedback_stored_as_plain_text_still_shows(env, ada, prof):
     ada.post("/quiz/quiz/start")
     ada.post(f"/quiz/quiz/questions/{NUMERIC}", data={f"q-{NUMERIC}-number": "7"})
     ada.post(f"/quiz/quiz/questions/{SINGLE}", data={f"q-{SINGLE}-choice": "x"})  # refused: not an option
-    attempt_url = ada.post("/quiz/quiz/submit").location
+    attempt_url = ada.post("/quiz/quiz/submit", data={"confirmed": "yes"}).location
     with db_session(env) as session:
         old = session.query(QuizAnswer).filter_by(question_id=NUMERIC).one()
         old.feedback, old.details = "Correct.", {"value": 7.0}  # as stored before templates

@@ -132,7 +132,7 @@ def test_a_code_answer_pending_at_submission_is_totalled_when_graded(env, ada):
     _set_quiz(env, [CODE])
     ada.post("/quiz/quiz/start")
     _answer(ada, CODE, "code", "def scaled_scores(q, k):\n    return q @ k.transpose(-2, -1)\n")
-    attempt_url = ada.post("/quiz/quiz/submit").location
+    attempt_url = ada.post("/quiz/quiz/submit", data={"confirmed": "yes"}).location
     page = ada.get(attempt_url).get_data(as_text=True)
     assert "Being graded" in page and 'http-equiv="refresh"' in page  # the no-JS fallback
     assert _worker(env).run_once(("cpu",)) == "done"
@@ -181,7 +181,7 @@ def test_a_grader_error_is_retried_then_failed_and_reaches_the_instructor(env, a
     _set_quiz(env, [CODE])
     ada.post("/quiz/quiz/start")
     _answer(ada, CODE, "code", _model_solution())
-    ada.post("/quiz/quiz/submit")
+    ada.post("/quiz/quiz/submit", data={"confirmed": "yes"})
     worker = _worker(env, quiz_grade_fn=broken)
     assert [worker.run_once(("cpu",)) for _ in range(3)] == ["queued", "queued", "failed"]
     row = _row(env, "ada@example.org", CODE)
@@ -229,7 +229,7 @@ def test_variants_need_the_servers_secret(env, ada):
 def test_a_second_attempt_gets_fresh_variants(env, ada):
     ada.post("/quiz/quiz/start")
     first = _row(env, "ada@example.org", NUMERIC).seed
-    ada.post("/quiz/quiz/submit")
+    ada.post("/quiz/quiz/submit", data={"confirmed": "yes"})
     ada.post("/quiz/quiz/start")
     assert _row(env, "ada@example.org", NUMERIC).seed != first
 
@@ -296,7 +296,7 @@ def test_options_cannot_be_brute_forced_for_full_credit(env, ada):
 
     # out of tries: the third wrong one closes the question with nothing earned
     from web.models import QuizAttempt
-    ada.post("/quiz/quiz/submit")
+    ada.post("/quiz/quiz/submit", data={"confirmed": "yes"})
     ada.post("/quiz/quiz/start")
     right, wrong = _options(env, "ada@example.org", SINGLE)
     for option in wrong:
@@ -316,11 +316,11 @@ def test_statistics_read_the_first_answer(env, ada, bob, prof):
         if email.startswith("ada"):
             _answer(client, SINGLE, "choice", wrong[0])  # wrong first, then right
         _answer(client, SINGLE, "choice", right)
-        client.post("/quiz/quiz/submit")
+        client.post("/quiz/quiz/submit", data={"confirmed": "yes"})
     # ada retakes and is right at once: her first attempt still counts
     ada.post("/quiz/quiz/start")
     _answer(ada, SINGLE, "choice", _options(env, "ada@example.org", SINGLE)[0])
-    ada.post("/quiz/quiz/submit")
+    ada.post("/quiz/quiz/submit", data={"confirmed": "yes"})
     from web.models import Assignment
     from web.services.analytics import question_stats
     from web.services.quizzes import question_bank

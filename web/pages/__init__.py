@@ -35,6 +35,7 @@ def register(app: Flask) -> None:
         when=helpers.format_when, score=helpers.format_score, points=helpers.format_points, percent=helpers.format_percent,
         seconds=helpers.format_seconds, markdown=helpers.render_markdown,
         inline_markdown=helpers.render_inline, python=helpers.highlight_python,
+        cjk_spacing=helpers.tidy_cjk_spacing,
         # the grader's feedback in the reader's language (its own catalogue: grader/translations)
         feedback=grader_text, skip_reason=grader_skip_reason)
     app.context_processor(helpers.template_globals)

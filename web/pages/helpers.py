@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from datetime import datetime
 from functools import wraps
 
@@ -10,7 +11,7 @@ from flask import abort
 from flask_babel import format_decimal, format_percent as babel_percent, get_locale
 from markdown_it import MarkdownIt
 from flask_login import current_user, login_required
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer, PythonLexer, TextLexer, get_lexer_by_name
@@ -74,6 +75,16 @@ def format_seconds(value) -> str:
     if value is None:
         return "—"
     return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f} s"
+
+
+# Chinese runs sentences together: a template's line break or space between two translated
+# sentences must not show as an ASCII space after 。，：; (after a tag's end too)
+_CJK_GAP = re.compile(r"(?<=[。，：；！？、）])\s+|(?<=[。，：；！？、）]</a>)\s+")
+
+
+def tidy_cjk_spacing(text) -> Markup:
+    """``text`` (HTML) without the whitespace that follows full-width punctuation."""
+    return Markup(_CJK_GAP.sub("", str(escape(text))))
 
 
 def template_globals() -> dict:

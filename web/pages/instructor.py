@@ -367,7 +367,8 @@ def question_preview(question_id: str):
     """One question as a student sees it (PrairieLearn's preview): any language, any variant,
     with the answer and the worked solution of that variant below."""
     from questions.answers import solution
-    from questions.variants import params_for, render, substitute
+    from questions.review import review
+    from questions.variants import render
 
     from .helpers import LANGUAGES
 
@@ -381,9 +382,8 @@ def question_preview(question_id: str):
     lang = request.args.get("lang") if request.args.get("lang") in LANGUAGES else "en"
     seed = request.args.get("seed", default=1, type=int)
     shown = render(question, seed, lang)
-    explanation = (question.data.get("explanation") or {}).get(lang)
+    # the key laid out as a student reads it once final (quiz/_review.html), every option's feedback
     return render_template(
         "instructor/question_preview.html", question=question, shown=shown, lang=lang,
         seed=seed, form=answer_form(shown), answer=solution(question, seed, lang),
-        explanation=substitute(explanation, params_for(question, seed), lang)
-        if explanation else None)
+        review=review(question, seed, lang=lang, every_feedback=True))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from flask import (Blueprint, abort, current_app, flash, jsonify, redirect, render_template,
                    request, session, url_for)
-from flask_babel import gettext
+from flask_babel import gettext, ngettext
 from flask_login import current_user, login_required
 
 from ..config import quiz_secret
@@ -66,6 +66,7 @@ def quiz(slug: str):
     return render_template("quiz/quiz.html", assignment=assignment, attempt=attempt, items=items,
                            past=past, numbers=quizzes.attempt_numbers(session_db, current_user.id,
                                                                       assignment.id), lang=lang, standing=progress.standing(session_db, current_user, assignment),
+                           outline=quizzes.outline(assignment),
                            policy_penalty=quiz_policy.penalty(assignment),
                            tries_allowed=quiz_policy.tries_allowed(assignment),
                            action_form=ActionForm(), lang_form=LanguageForm(lang=lang))
@@ -140,8 +141,22 @@ def answer_status(attempt_id: int, question_id: str):
 def submit(slug: str):
     assignment = _quiz(slug)
     attempt = quizzes.open_attempt(db(), current_user, assignment)
-    if attempt is None or not ActionForm().validate_on_submit():
+    form = ActionForm()
+    if attempt is None or not form.validate_on_submit():
         return redirect(url_for("quiz.quiz", slug=slug))
+    missing = quizzes.unanswered(attempt)
+    if missing and request.form.get("confirmed") != "yes":  # asked first (the page's script asks too)
+        total = len(attempt.answers)
+        return render_template(
+            "confirm.html", form=form,
+            heading=ngettext("Submit the quiz with %(num)d question unanswered?",
+                             "Submit the quiz with %(num)d questions unanswered?", len(missing)),
+            lines=[gettext("Unanswered: question %(numbers)s, of %(total)s. They score 0 once the "
+                           "quiz is submitted, and no answer can be added after that.",
+                           numbers=", ".join(map(str, missing)), total=total),
+                   gettext("An answer typed but not sent with its own button does not count.")],
+            action=url_for("quiz.submit", slug=slug), button=gettext("Submit anyway"),
+            button_class="primary", back=url_for("quiz.quiz", slug=slug) + f"#q-{attempt.answers[missing[0] - 1].question_id}")
     quizzes.submit_attempt(db(), attempt)
     db().commit()
     flash(gettext("Quiz submitted. Free-text answers wait for your instructor's review.")

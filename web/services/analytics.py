@@ -252,7 +252,19 @@ def question_stats_csv(stats: list[dict]) -> str:
                          for d in q["distribution"])
     return csv_text(QUESTION_STATS_COLUMNS, (
         [q["position"], q["question_id"], q["title"], q["kind"], q["responses"], q["pending"],
-         q["facility"], q["discrimination"], answers(q)] for q in stats))
+         _share(q["facility"]), _share(q["discrimination"]), answers(q)] for q in stats))
+
+
+def _share(value: float | None) -> float | None:
+    """A facility or discrimination for the CSV: 0.333, not 0.3333333333333333 (Q5)."""
+    return None if value is None else round(value, 3)
+
+
+def _readable(text: str) -> str:
+    """An option's text over every variant: ``{a}`` (a value that differs per student) written
+    as the parameter's name, as the question's own wording would name it ("positions a and b")."""
+    from questions.schema import PLACEHOLDER_RE
+    return PLACEHOLDER_RE.sub(lambda m: m.group(1), text)
 
 
 def answer_distribution(question, answers: list) -> list[dict]:
@@ -266,7 +278,7 @@ def answer_distribution(question, answers: list) -> list[dict]:
             for option in question.data["options"]:
                 if option["id"] in chosen or token(a.seed, question.id, option["id"]) in chosen:
                     counts[option["id"]] += 1
-        return [{"label": option["text"]["en"], "count": counts[option["id"]],
+        return [{"label": _readable(option["text"]["en"]), "count": counts[option["id"]],
                  "correct": bool(option.get("correct"))} for option in question.data["options"]]
     if question is not None and question.kind == "numeric":
         counts = Counter((str(a.answer), a.correct) for a in answers if a.answered_at is not None)

@@ -179,11 +179,38 @@ def visible_feedback(attempt: QuizAttempt, row: QuizAnswer) -> str:
         return feedback
     summary = try_summary(attempt, row)
     verdict = gettext("Partly right.") if row.points > 0 else gettext("Not right yet.")
-    shown = verdict + " " + gettext(
+    space = "" if lang == "zh" else " "  # Chinese sentences follow 。 with no space
+    shown = verdict + space + gettext(
         "Try %(used)s of %(allowed)s; a right answer now earns up to %(share)s of the points.",
         used=summary["used"], allowed=summary["allowed"], share=format(summary["next_share"], ".0%"))
     calls = render(details.get("verdict"), lang)  # code: which test call failed, and how
-    return f"{shown} {calls}" if calls else shown
+    return f"{shown}{space}{calls}" if calls else shown
+
+
+def final_review(attempt: QuizAttempt, row: QuizAnswer, question, lang: str) -> dict | None:
+    """The question laid out with the student's answer beside the key (``questions.review``),
+    or None while it is not final: the review names the right answer, so a question that still
+    takes tries, a free-text answer still revisable and a code answer being graded get none.
+
+    An unanswered question of a submitted attempt gets its key and solution; an answered
+    free-text question shows its model answer once the instructor has graded it.
+    """
+    from questions.review import review
+
+    submitted = attempt.status != "open"
+    if row.state == "pending" or not (row.state == "final" or submitted):
+        return None
+    answered = row.answered_at is not None
+    shown = review(question, row.seed, row.answer if answered else None,
+                   answered_in=row.lang or attempt.lang or DEFAULT_LANGUAGE, lang=lang)
+    details = row.details if isinstance(row.details, dict) else {}
+    if shown.get("correct", row.correct) != row.correct:  # overridden, or graded by an older bank
+        shown["head"] = None  # the stored feedback stays the verdict
+    if question.kind == "code" and answered:  # the test calls' verdict, without the explanation
+        shown["head"] = render(details.get("verdict"), lang) or None
+    if question.kind == "free_text" and answered and row.correct is None:
+        shown["model_answer"] = None  # shown with the instructor's grade, not before
+    return shown
 
 
 def try_summary(attempt: QuizAttempt, row: QuizAnswer) -> dict:

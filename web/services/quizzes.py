@@ -109,6 +109,20 @@ def attempt_numbers(session: Session, user_id: int, assignment_id: int) -> dict[
     return {attempt_id: number for number, attempt_id in enumerate(ids, start=1)}
 
 
+def outline(assignment: Assignment) -> dict:
+    """What the landing page tells before a start: how many questions, how many points."""
+    bank = question_bank()
+    questions = [bank.get(qid) for qid in assignment.question_ids or [] if qid in bank]
+    return {"questions": len(questions), "points": sum(q.points for q in questions),
+            "code": sum(q.kind == "code" for q in questions),
+            "free_text": sum(q.kind == "free_text" for q in questions)}
+
+
+def unanswered(attempt: QuizAttempt) -> list[int]:
+    """The numbers (from 1, as the page numbers them) of the questions with no answer sent."""
+    return [n for n, row in enumerate(attempt.answers, start=1) if row.answered_at is None]
+
+
 def start_attempt(session: Session, user: User, assignment: Assignment,
                   lang: str = "en", now=None, *, secret: bytes) -> QuizAttempt:
     """The student's open attempt, or a new one (subject to deadline and attempt limits).
@@ -154,17 +168,21 @@ def rendered_questions(attempt: QuizAttempt, lang: str | None = None) -> list[di
 
     ``feedback`` is the full feedback only once the question is final; before that it is
     the policy's short verdict ("not right yet, N tries left"), never the worked solution.
+    ``review`` (once final, else None): the options, order, pairs or value with the student's
+    answer and the key marked, and the worked solution (``quiz_policy.final_review``).
     """
     from questions.variants import render
 
     bank = question_bank()
     out = []
     for answer in attempt.answers:
-        shown = render(bank.get(answer.question_id), answer.seed, lang or attempt.lang)
+        question = bank.get(answer.question_id)
+        shown = render(question, answer.seed, lang or attempt.lang)
         out.append({"question_id": answer.question_id, "question": shown,
                     "answer": answer.answer, "correct": answer.correct, "points": answer.points,
                     "max_points": answer.max_points,
                     "feedback": quiz_policy.visible_feedback(attempt, answer),
+                    "review": quiz_policy.final_review(attempt, answer, question, lang or attempt.lang),
                     "tries": quiz_policy.try_summary(attempt, answer)})
     return out
 
