@@ -8,6 +8,8 @@ Subcommands:
   add-embedded       teacher: an External tool activity shown embedded in the course page
   embedded           student: opens the embedded activity; inside the iframe submits a file
                      and waits for the grade
+  quiz               student: opens a quiz activity (new window), answers questions, submits
+                     (accepting the "questions unanswered" confirmation), prints the score
   dynreg             admin: pastes the tool's dynamic-registration URL into Manage tools,
                      (chooses "register as a new tool" when Moodle asks), activates the tool
 
@@ -24,7 +26,8 @@ import time
 
 HARNESS = os.environ.get("MOODLE_HARNESS", "/work/shared/tools/moodle-lti")
 sys.path.insert(0, HARNESS)
-from drive import MOODLE, TOOL, browser_ctx, moodle_login, set_field, shot  # noqa: E402
+from drive import (MOODLE, TOOL, _open_launch, browser_ctx, moodle_login,  # noqa: E402
+                   set_field, shot)
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 
@@ -134,6 +137,35 @@ def embedded(args):
         browser.close()
 
 
+def quiz(args):
+    with sync_playwright() as p:
+        browser, ctx = browser_ctx(p)
+        page = ctx.new_page()
+        page.on("dialog", lambda dialog: dialog.accept())  # "submit with questions unanswered?"
+        moodle_login(page, args.user)
+        _open_launch(page, args.cmid, "65-quiz")
+        start = page.locator("form[action*='/start'] button[type=submit]")
+        if start.count():
+            start.first.click()
+            page.wait_for_load_state("networkidle")
+        answered = 0
+        for phrase in args.answer:
+            form = page.locator("form.answer-form").filter(
+                has=page.locator("label", has_text=phrase)).first
+            if form.count():
+                form.locator("label", has_text=phrase).first.click()
+                form.locator("button[type=submit]").click()
+                page.wait_for_load_state("networkidle")
+                answered += 1
+        print("answered", answered, "question(s) by their option text")
+        page.click("#submit-quiz button[type=submit]")
+        page.wait_for_url("**/quiz/attempts/**", timeout=60_000)
+        shot(page, "66-quiz-submitted")
+        score = re.search(r"(\d+(?:[.,]\d+)?)\s*/\s*27", page.inner_text("main"))
+        print("attempt submitted:", page.url.split("?")[0], "| score", score.group(0) if score else "?")
+        browser.close()
+
+
 def dynreg(args):
     with sync_playwright() as p:
         browser, ctx = browser_ctx(p)
@@ -200,11 +232,15 @@ def main():
     a.add_argument("--submit")
     a.add_argument("--quiz", action="store_true")
     a.add_argument("--wait", type=int, default=240)
+    a = sub.add_parser("quiz")
+    a.add_argument("--user", default="student2")
+    a.add_argument("--cmid", type=int, required=True)
+    a.add_argument("--answer", nargs="*", default=[], help="option texts to pick")
     a = sub.add_parser("dynreg")
     a.add_argument("--url", required=True)
     args = ap.parse_args()
     {"dialog-deep-link": dialog_deep_link, "add-embedded": add_embedded, "embedded": embedded,
-     "dynreg": dynreg}[args.cmd.replace("_", "-")](args)
+     "quiz": quiz, "dynreg": dynreg}[args.cmd.replace("_", "-")](args)
 
 
 if __name__ == "__main__":
