@@ -27,9 +27,7 @@ What replaces them:
 from __future__ import annotations
 
 import secrets
-from urllib.parse import urlparse
-
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlparse
 
 from flask import current_app, g, request
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
@@ -37,6 +35,7 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from pylti1p3.contrib.flask import FlaskMessageLaunch, FlaskOIDCLogin
 from pylti1p3.exception import LtiException
 
+from .provision import DEEP_LINKING_CLAIM
 from .toolconf import DatabaseLaunchData
 
 PARAM = "lti_frame"
@@ -45,6 +44,7 @@ FRAME_DESTINATIONS = ("iframe", "frame", "embed", "object")
 _SALT = "attn-grader.lti-frame-session"
 # Endpoints whose URLs go to the LMS or are fetched by it: never with a frame token.
 _UNFRAMED_ENDPOINTS = ("static", "lti.login", "lti.launch", "lti.jwks", "lti.register")
+PRESENTATION_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/launch_presentation"
 
 
 # ---- OIDC state without a cookie ------------------------------------------------------------
@@ -123,13 +123,9 @@ def platform_origins(platform, body: dict | None = None) -> list[str]:
     the LMS pages it returns to (Canvas's issuer is not the school's own domain)."""
     urls = [platform.issuer, platform.auth_login_url]
     if body:
-        from .provision import DEEP_LINKING_CLAIM
         urls.append((body.get(DEEP_LINKING_CLAIM) or {}).get("deep_link_return_url"))
         urls.append((body.get(PRESENTATION_CLAIM) or {}).get("return_url"))
     return platform_origins_of(urls)
-
-
-PRESENTATION_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/launch_presentation"
 
 
 def platform_origins_of(urls) -> list[str]:
