@@ -29,6 +29,16 @@ def _points(check: dict, checks: list[dict]) -> str:
     return f"{check['points']:g}/{check['max_points']:g}"
 
 
+def _mark(check: dict, _) -> Text:
+    """pass / FAIL, and a neutral "note" for a reported-only check that did not pass: it costs
+    nothing, so it is not shown as a failure (a full score never shows a FAIL)."""
+    if check["passed"]:
+        return Text(_("pass"), style="green")
+    if not check["max_points"]:
+        return Text(_("note"), style="dim")
+    return Text(_("FAIL"), style="red")
+
+
 def check_table(title: str, checks: list[dict], lang: str | None) -> Table:
     """One row per check that ran, one row per reason for the checks that did not."""
     _ = gettext_for(lang)
@@ -43,7 +53,7 @@ def check_table(title: str, checks: list[dict], lang: str | None) -> Table:
             reason = skip_reason(_message(c), lang)
             skipped[reason] = skipped.get(reason, 0) + 1
             continue
-        mark = Text(_("pass"), style="green") if c["passed"] else Text(_("FAIL"), style="red")
+        mark = _mark(c, _)
         points = _points(c, checks)
         table.add_row(c["id"], mark, points, Text(render(_message(c), lang)))
     for reason, count in skipped.items():
@@ -79,7 +89,7 @@ def print_checks(console, title: str, checks: list[dict], lang: str | None) -> N
             passed.append(c["id"])
         else:
             points = _points(c, checks)
-            console.print(Text.assemble((_("FAIL"), "red"), f" {c['id']} {points}: ",
+            console.print(Text.assemble(_mark(c, _), f" {c['id']} {points}: ",
                                         Text(render(_message(c), lang))), soft_wrap=True)
     if knock_on:
         console.print(Text.assemble((_("FAIL"), "red"), " ", ", ".join(knock_on), ": ",

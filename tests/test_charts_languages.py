@@ -59,7 +59,7 @@ def test_the_heatmap_and_variance_plot_follow_the_page(env, ada, lang, labels, e
 def test_instructor_charts_follow_the_page(env, prof):
     prof.post("/language", data={"lang": "zh"})
     assert "学生" in _svg_texts(prof.get("/instructor/charts/sdpa/scores.svg").data)
-    assert "还没有失败的检查" in _svg_texts(prof.get("/instructor/charts/sdpa/failures.svg").data)
+    assert "还没有计分检查失败" in _svg_texts(prof.get("/instructor/charts/sdpa/failures.svg").data)
 
 
 def test_chinese_labels_are_measured_with_a_font_that_has_them():

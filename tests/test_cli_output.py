@@ -121,3 +121,13 @@ def test_submit_says_when_the_servers_torch_is_not_yours():
     mine = metadata.version("torch")
     assert "your torch is" not in printed(mine.split("+")[0])
     assert f"note: your torch is {mine}, the service grades with torch 1.0.0" in printed("1.0.0+cu121")
+
+
+def test_a_reported_only_check_that_did_not_pass_is_a_note_not_a_failure():
+    checks = [CheckResult("output.float64", True, 10, 10, T("matches")).to_dict(),
+              CheckResult("fully_masked.zeros", False, 0, 0, T("a fully masked row gives NaN")).to_dict()]
+    for terminal in (True, False):
+        out = io.StringIO()
+        console = for_output(Console(file=out, width=100, force_terminal=terminal, color_system=None))
+        print_checks(console, "f.py — task sdpa", checks, "en")
+        assert "FAIL" not in out.getvalue() and "note" in out.getvalue()

@@ -211,14 +211,25 @@ def test_overview_matrix_sorts_filters_and_escapes_names(env, ada, bob, prof):
     assert page.index("ada@example.org") < page.index("bob@example.org")
     page = prof.get("/instructor/?q=ADA").get_data(as_text=True)
     assert "ada@example.org" in page and "bob@example.org" not in page
-    # The average weighs each assignment equally (unattempted = 0): 4/10 on one of three.
+    # The average weighs each assignment equally and counts what is scored or due: 4/10 on the
+    # one task tried, the others (no deadline) left out; once another's deadline has passed,
+    # its unstarted work counts 0. The page says so.
+    from datetime import timedelta
+    from web.models import Assignment, utcnow
     from web.services.analytics import score_matrix
     from web.services.courses import default_course
     with db_session(env) as session:
         assignments, rows = score_matrix(session, default_course(session), sort="total")
+        ada_row = next(r for r in rows if r["email"] == "ada@example.org")
+        assert (ada_row["total"], ada_row["counted"]) == (pytest.approx(40.0), 1)
+        assert "left out" in page and f"{round(ada_row['total'], 1):g}%" in page
+        other = next(a for a in assignments if a.slug != "sdpa")
+        session.get(Assignment, other.id).deadline = utcnow() - timedelta(days=1)
+        session.commit()
+        _, rows = score_matrix(session, default_course(session), sort="total")
     ada_row = next(r for r in rows if r["email"] == "ada@example.org")
-    assert ada_row["total"] == pytest.approx(100 * 0.4 / len(assignments))
-    assert f"{round(ada_row['total'], 1):g}%" in page
+    assert (ada_row["total"], ada_row["counted"]) == (pytest.approx(20.0), 2)
+    page = prof.get("/instructor/?q=ADA").get_data(as_text=True)
     prof.post("/language", data={"lang": "ru"})  # the decimal sign and the percent sign of the page's language
     page = prof.get("/instructor/?q=ADA").get_data(as_text=True)
     assert f"{round(ada_row['total'], 1):g}".replace(".", ",") + "\xa0%" in page
@@ -238,7 +249,7 @@ def test_csv_exports_in_three_layouts(env, ada, prof):
     assert any(line.startswith("ada@example.org,ada,sdpa,task,6.0,10.0,1,") for line in lines)
     canvas = prof.get("/instructor/scores.csv?layout=canvas").get_data(as_text=True).splitlines()
     assert canvas[0].startswith("Student,ID,SIS User ID,SIS Login ID,Section,")
-    assert "(sdpa)" in canvas[0]
+    assert "(sdpa)" not in canvas[0]  # a column without a Canvas id is named by its title
     assert canvas[1].startswith("    Points Possible,,,,,10")
     assert any(line.startswith("ada,,,ada@example.org,") and ",6," in line + "," for line in canvas)
     moodle = prof.get("/instructor/scores.csv?layout=moodle").get_data(as_text=True).splitlines()
@@ -365,8 +376,10 @@ def test_charts_draw_odd_data():
     huge = charts.variance_plot([{"d_k": 8, "variance": 8.0}, {"d_k": 512, "variance": 512.0}])
     assert b"<svg" in huge
     assert b"no graded work yet" in charts.score_histogram([], None)
-    assert b"no check has failed yet" in charts.failure_bars(
-        [{"check_id": "a", "failed_all": 0, "latest_rate": 0.0}])
+    assert b"no scored check has failed yet" in charts.failure_bars(
+        [{"check_id": "a", "failed_all": 0, "latest_rate": 0.0, "max_points": 2.0},
+         # a reported-only check failing everywhere is not drawn
+         {"check_id": "hint", "failed_all": 3, "failed_latest": 3, "students": 3, "max_points": 0.0}])
 
 
 def test_grading_that_failed_on_our_side_says_so(env, ada):

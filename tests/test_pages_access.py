@@ -29,7 +29,7 @@ def _page_rules(app):
 
 def _seed_work(env, client_ada, client_bob):
     """A graded submission and a submitted quiz attempt for each of ada and bob."""
-    from web.models import QuizAttempt, Submission
+    from web.models import QuizAttempt, Submission, User
 
     for client in (client_ada, client_bob):
         assert client.post("/tasks/sdpa", data={"code": "def f():\n    return 1\n"}).status_code == 302
@@ -43,11 +43,15 @@ def _seed_work(env, client_ada, client_bob):
         attempts = {a.user.email.split("@")[0]: a.id for a in session.query(QuizAttempt)}
         answers = {a.user.email.split("@")[0]: next(x.id for x in a.answers if x.answered_at)
                    for a in session.query(QuizAttempt)}
+        USER_IDS.update({u.email.split("@")[0]: u.id for u in session.query(User)})
     return subs, attempts, answers
 
 
+USER_IDS: dict[str, int] = {}  # the seeded people's ids (a student's page takes one), by _seed_work
+
+
 def _url(rule, owner: str, subs, attempts, answers) -> str:
-    values = {"submission_id": subs[owner], "attempt_id": attempts[owner],
+    values = {"submission_id": subs[owner], "attempt_id": attempts[owner], "user_id": USER_IDS[owner],
               "answer_id": answers[owner], "slug": "quiz" if "quiz" in rule.rule else "sdpa",
               "position": 0, "plot": "weights", "question_id": "derive-score-variance",
               "invitation_id": 1, "report_id": 1, "index": 0,

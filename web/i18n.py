@@ -4,9 +4,11 @@ Flask-Babel is set up here, for the whole app (pages and JSON API), so a message
 ``web.services`` can be marked with ``gettext`` whichever blueprint shows it. The catalogues
 are web/translations (extracted by ``make i18n``; see babel.cfg).
 
-The language is chosen in this order: the session's (set at sign-in from the account, or by
-the language switch), the signed-in account's ``User.locale``, the browser's Accept-Language;
-English otherwise.
+The language is chosen in this order: a signed-in account's ``User.locale`` (set at sign-up
+and by the language switch: every session and device of the account reads the one saved
+value, so a session begun before a change cannot show, or write back, the old one); for a
+visitor, the session's (the header's links), then the browser's Accept-Language; English
+otherwise.
 """
 from __future__ import annotations
 
@@ -28,9 +30,10 @@ def interface_language() -> str:
     """The language code of this request's pages and messages (one of ``LANGUAGES``)."""
     if not has_request_context():
         return DEFAULT_LANGUAGE
-    lang = session.get("lang")
-    if lang not in LANGUAGES and current_user and current_user.is_authenticated:
+    if current_user and current_user.is_authenticated:
         lang = current_user.locale
+    else:
+        lang = session.get("lang")
     if lang not in LANGUAGES:
         lang = request.accept_languages.best_match(list(LANGUAGES))
     return lang if lang in LANGUAGES else DEFAULT_LANGUAGE

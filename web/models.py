@@ -156,6 +156,9 @@ class Assignment(Base):
     try_penalty: Mapped[float] = mapped_column(Float, default=1 / 3, server_default="0.3333333333")
     # {family: points} set by the instructor (web/services/family_points.py); None: the task's own
     family_points: Mapped[dict | None] = mapped_column(JSON)
+    # [family] whose checks' messages and details students see only after their deadline
+    # (web/services/hidden_checks.py); their points count at once. None: every check shown.
+    hidden_families: Mapped[list | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
     course: Mapped[Course] = relationship(back_populates="assignments")

@@ -73,10 +73,21 @@ def password_problems(password: str, email: str | None = None) -> list[str]:
     elif password and len(set(password)) == 1:
         problems.append(gettext("use more than one distinct character"))
     if email:
-        local = email.split("@", 1)[0].lower()
-        if len(local) >= 3 and (local in lowered or lowered == email.lower()):
-            problems.append(gettext("do not use your email address in your password"))
+        # Built on the address: what is left without it (or without the part before the @)
+        # is too short. A long password that merely contains "ada" is not weak for that.
+        address, local = email.lower(), email.split("@", 1)[0].lower()
+        rest = min((lowered.replace(part, "") for part in (address, local) if len(part) >= 3),
+                   key=len, default=lowered)
+        if len(password) >= MIN_PASSWORD_LENGTH and len(rest) < MIN_PASSWORD_LENGTH:
+            problems.append(gettext("your password is mostly your email address: without it, fewer than "
+                                    "%(num)d characters are left", num=MIN_PASSWORD_LENGTH))
     return problems
+
+
+def password_rules() -> str:
+    """The rules ``password_problems`` enforces, in one sentence for the sign-up form."""
+    return gettext("At least %(num)d characters, not one of the most common passwords, and at least "
+                   "%(num)d characters besides your email address.", num=MIN_PASSWORD_LENGTH)
 
 
 def check_password(password: str, email: str | None = None) -> None:

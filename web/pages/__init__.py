@@ -19,13 +19,13 @@ from . import helpers
 def register(app: Flask) -> None:
     from ..extensions import login_manager
     from ..lti.views import bp as lti_bp
-    from . import auth, instructor, quiz, signup_admin, similarity, student
+    from . import auth, instructor, quiz, roster, signup_admin, similarity, student
 
     login_manager.login_view = "auth.sign_in"
     login_manager.login_message = lazy_gettext("Please sign in to see that page.")
     login_manager.login_message_category = "info"
 
-    for blueprint in (auth.bp, student.bp, quiz.bp, instructor.bp, signup_admin.bp,
+    for blueprint in (auth.bp, student.bp, quiz.bp, instructor.bp, roster.bp, signup_admin.bp,
                       similarity.bp, lti_bp):
         app.register_blueprint(blueprint)
     from ..lti import frame

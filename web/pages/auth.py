@@ -49,7 +49,6 @@ def sign_in():
         else:
             db().commit()  # a rehashed password is saved
             login_user(user, remember=form.remember.data)
-            session["lang"] = user.locale
             return redirect(_safe_next(request.args.get("next")) or _home())
     return render_template("auth/sign_in.html", form=form)
 
@@ -80,7 +79,6 @@ def sign_up():
             user.locale = form.lang.data if form.lang.data in LANGUAGES else interface_language()
             db().commit()
             login_user(user)
-            session["lang"] = user.locale
             flash(gettext("Welcome, %(name)s! Your assignments are below.", name=user.name), "success")
             return redirect(url_for("student.home"))
     return render_template("auth/sign_up.html", form=form, policy=policy,

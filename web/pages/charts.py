@@ -37,6 +37,7 @@ def installed_font_families(wanted=FONT_FAMILIES) -> list[str]:
 matplotlib.rcParams["font.family"] = installed_font_families()
 
 PASS_COLOUR, FAIL_COLOUR, ACCENT = "#2e7d32", "#c62828", "#3559c7"
+NAMED_COLOUR = "#ef9a9a"  # a failure the grader names a bug for: the lighter part of a red bar
 
 
 def _svg(fig: Figure) -> bytes:
@@ -99,14 +100,13 @@ def variance_plot(table: list[dict]) -> bytes:
     ax = fig.subplots()
     if len(rows) == 1:
         # One d_k (the scale= argument check): two labelled markers, not a lone dot.
-        ax.scatter([0], yours, s=60, color=FAIL_COLOUR, label=_("your logits"), zorder=3)
-        ax.scatter([1], expected, s=60, color=PASS_COLOUR, marker="D",
-                   label=_("expected with the scale given"), zorder=3)
+        ax.scatter([0], yours, s=60, color=FAIL_COLOUR, zorder=3)
+        ax.scatter([1], expected, s=60, color=PASS_COLOUR, marker="D", zorder=3)
         for x, y in ((0, yours[0]), (1, expected[0])):
             ax.annotate(f"{y:.3g}", (x, y), textcoords="offset points", xytext=(10, 0),
                         va="center", fontsize=9)
         ax.set_xlim(-0.6, 1.8)
-        ax.set_xticks([0, 1], [_("yours"), _("expected")])
+        ax.set_xticks([0, 1], [_("your logits"), _("expected with the scale given")])
         ax.set_xlabel(f"d_k = {dks[0]}")
     else:
         ax.plot(dks, yours, "o-", color=FAIL_COLOUR, label=_("your logits"))
@@ -118,7 +118,8 @@ def variance_plot(table: list[dict]) -> bytes:
         ax.set_yscale("log")
     ax.set_ylabel(_("variance of the logits"))
     ax.grid(alpha=0.3)
-    fig.legend(loc="outside lower center", ncols=2, frameon=False, fontsize=9)
+    if len(rows) > 1:  # one d_k: the two markers are named on the x axis, a legend would repeat them
+        fig.legend(loc="outside lower center", ncols=2, frameon=False, fontsize=9)
     return _svg(fig)
 
 
@@ -142,17 +143,26 @@ def score_histogram(scores: list[float], top: float | None, title: str = "") -> 
 
 
 def failure_bars(rates: list[dict]) -> bytes:
-    """Horizontal bars: the share of students whose latest submission fails each check."""
-    rows = [r for r in reversed(rates) if r["failed_all"]]
-    fig = Figure(figsize=(7.0, 0.3 * max(len(rows), 3) + 0.9))
+    """Horizontal bars: the share of students whose latest submission fails each scored check,
+    split into the part a named bug explains and the rest. Reported-only checks cost nothing
+    and are left out: a hint failing everywhere would be the loudest bar of the page."""
+    rows = [r for r in reversed(rates) if r["failed_all"] and r.get("scored", r["max_points"])]
+    fig = Figure(figsize=(7.0, 0.3 * max(len(rows), 3) + 1.2), layout="constrained")
     ax = fig.subplots()
     if not rows:
-        ax.text(0.5, 0.5, _("no check has failed yet"), transform=ax.transAxes, ha="center",
+        ax.text(0.5, 0.5, _("no scored check has failed yet"), transform=ax.transAxes, ha="center",
                 color="#666")
-    ax.barh([r["check_id"] for r in rows], [100 * r["latest_rate"] for r in rows],
-            color=FAIL_COLOUR)
+        ax.set_yticks([])  # no bars: no made-up ±0.04 scale beside the note
+    labels = [r["check_id"] for r in rows]
+    share = [100 / r["students"] if r["students"] else 0.0 for r in rows]
+    named = [s * r.get("named_latest", 0) for s, r in zip(share, rows)]
+    other = [s * (r["failed_latest"] - r.get("named_latest", 0)) for s, r in zip(share, rows)]
+    ax.barh(labels, named, color=NAMED_COLOUR, label=_("a named bug explains it"))
+    ax.barh(labels, other, left=named, color=FAIL_COLOUR, label=_("no named cause"))
     ax.set_xlim(0, 100)
     ax.set_xlabel(_("students whose latest submission fails it (%)"))
     ax.tick_params(axis="y", labelsize=8)
     ax.grid(axis="x", alpha=0.3)
+    if rows:
+        fig.legend(loc="outside lower center", ncols=2, frameon=False, fontsize=9)
     return _svg(fig)

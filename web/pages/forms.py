@@ -191,6 +191,9 @@ class AssignmentSettingsForm(FlaskForm):
         ("after_deadline", _l("the score before the deadline, every check after it"))]))
     family_points = StringField(_l("Points per check family"), validators=[Length(max=500)],
                                 render_kw={"placeholder": _l("empty: the task's own split")})
+    hidden_families = StringField(_l("Check families students see only after the deadline"),
+                                  validators=[Length(max=500)],
+                                  render_kw={"placeholder": _l("empty: every check at once")})
     question_ids = MultiCheckboxField(_l("Questions in this quiz"), choices=[])
     answer_policy = SelectField(_l("How questions may be answered"), choices=options([
         ("single_try", _l("one try per question, feedback (and worked solution) after it")),

@@ -88,7 +88,10 @@ def tidy_cjk_spacing(text) -> Markup:
 
 
 def template_globals() -> dict:
-    return {"languages": LANGUAGES, "now": utcnow(), "interface_lang": interface_language}
+    from ..security import password_rules  # the form says the rules its check enforces
+
+    return {"languages": LANGUAGES, "now": utcnow(), "interface_lang": interface_language,
+            "password_rules": password_rules}
 
 
 # ---- rendering ---------------------------------------------------------------------------

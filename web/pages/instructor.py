@@ -8,16 +8,16 @@ from sqlalchemy import select
 
 from ..extensions import state
 from ..models import QuizAnswer, Submission
-from ..services import analytics, courses, extensions, gradebook, grading, quizzes, review
+from ..services import analytics, courses, extensions, gradebook, grading, mistakes, quizzes, review
 from ..services.users import find_user
-from ..services.submissions import SubmissionRejected, submission_view
+from ..services.submissions import SubmissionRejected
 from . import charts
-from ..services import family_points
+from ..services import family_points, hidden_checks
 from ..services import regrade as regrade_service  # the view named regrade is the page
 from .forms import (ActionForm, AssignmentSettingsForm, ExtensionForm, ManualGradeForm,
                     OverrideScoreForm, answer_form, options)
 from .helpers import LANGUAGES, db, highlight_python, instructor_required, interface_language
-from .results import describe_checks
+from .results import result_context
 
 bp = Blueprint("instructor", __name__, url_prefix="/instructor")
 
@@ -81,7 +81,7 @@ def score_chart(slug: str):
 @instructor_required
 def failure_chart(slug: str):
     assignment = _assignment(slug)
-    rates = analytics.check_failure_rates(db(), assignment)
+    rates = mistakes.check_failure_rates(db(), assignment)
     return Response(charts.failure_bars(rates), mimetype="image/svg+xml")
 
 
@@ -93,7 +93,8 @@ def assignment(slug: str):
     context = {"assignment": item, "action_form": ActionForm(), "extension_form": ExtensionForm(),
                "extensions": extensions.extensions_of(session, item)}
     if item.kind == "task":
-        context["failures"] = analytics.check_failure_rates(session, item)
+        context["failures"] = mistakes.check_failure_rates(session, item)
+        context["bugs"] = mistakes.common_bugs(session, item)
         context["submissions"] = analytics.submission_rows(session, item)
     else:
         context["questions"] = analytics.question_stats(session, item, _bank())
@@ -186,25 +187,29 @@ def settings(slug: str):
         del form.question_ids, form.answer_policy, form.try_penalty
         if not form.is_submitted():
             form.family_points.data = family_points.format_points(item.family_points)
+            form.hidden_families.data = " ".join(item.hidden_families or [])
     if item.kind == "quiz":
-        del form.family_points
+        del form.family_points, form.hidden_families
     valid = form.validate_on_submit()
     if valid and item.kind == "task":
-        try:
-            item.family_points = family_points.parse(form.family_points.data, item.task_id)
-        except ValueError as exc:
-            form.family_points.errors = list(form.family_points.errors) + [str(exc)]
-            valid = False
+        for name, parse in (("family_points", family_points.parse), ("hidden_families", hidden_checks.parse)):
+            try:
+                setattr(item, name, parse(form[name].data, item.task_id))
+            except ValueError as exc:
+                form[name].errors = list(form[name].errors) + [str(exc)]
+                valid = False
     if valid:
-        data = {name: field.data for name, field in form._fields.items() if name != "family_points"}
+        data = {name: field.data for name, field in form._fields.items()
+                if name not in ("family_points", "hidden_families")}
         review.apply_settings(item, data)
         db().commit()
         flash(gettext("Settings of %(title)s saved.", title=item.title), "success")
         return redirect(url_for("instructor.settings", slug=slug))
     missing = [qid for qid in (item.question_ids or []) if qid not in bank]
     own = family_points.format_points(family_points.task_families(item.task_id)) if item.kind == "task" else ""
+    families = " ".join(hidden_checks.task_families(item.task_id)) if item.kind == "task" else ""
     return render_template("instructor/settings.html", assignment=item, form=form, missing=missing,
-                           own_points=own)
+                           own_points=own, families=families)
 
 
 @bp.route("/submissions/<int:submission_id>", methods=["GET"])
@@ -213,10 +218,8 @@ def submission(submission_id: int):
     sub = db().get(Submission, submission_id)
     if sub is None:
         abort(404)
-    view = submission_view(sub, current_user)
-    checks = describe_checks(view["checks"])
     form = OverrideScoreForm()
-    return render_template("instructor/submission.html", sub=sub, view=view, checks=checks,
+    return render_template("instructor/submission.html", sub=sub, **result_context(sub, current_user),
                            code_html=highlight_python(sub.code), regrade_form=ActionForm(),
                            override_form=form, override=grading.latest_override(db(), sub))
 

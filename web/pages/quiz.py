@@ -194,7 +194,6 @@ def set_language():
     feedback follow)."""
     form = LanguageForm()
     if form.validate_on_submit() and form.lang.data in LANGUAGES:
-        session["lang"] = form.lang.data
         current_user.locale = form.lang.data
         for attempt in db().query(QuizAttempt).filter_by(user_id=current_user.id, status="open"):
             attempt.lang = form.lang.data

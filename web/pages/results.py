@@ -43,6 +43,7 @@ FACTS = (
     ("protocol", _l("what was tampered with")),
     ("reproduce", _l("run this check alone")),  # the grader's command, on the student's own file
 )
+MARKS = {"pass": "✓", "fail": "✗", "note": "○"}  # a reported-only check that did not pass: neutral
 PICTURE_KEYS = {"weights_submission", "weights_reference", "variance_by_dk"}
 # Shown another way or internal: the traceback has its own block (newlines kept), the
 # diagnosis is already said in words in the check's message ("Likely cause: ...", and
@@ -50,7 +51,7 @@ PICTURE_KEYS = {"weights_submission", "weights_reference", "variance_by_dk"}
 # ``detected``, ``tampering`` and ``fingerprint`` are flags for the grader's own bookkeeping: the
 # message says what was found.
 HIDDEN_KEYS = {"skipped", "traceback", "error_kind", "diagnosis", "because_of", "unverified", "no_gradient",
-               "detected", "tampering", "fingerprint"}
+               "detected", "tampering", "fingerprint", "hidden"}
 
 
 def _show(value) -> str:
@@ -73,18 +74,32 @@ def describe_check(check: dict) -> dict:
     other = [(key.replace("_", " "), _show(value)) for key, value in details.items()
              if key not in known and value is not None]
     traceback = details.get("traceback") if isinstance(details.get("traceback"), str) else None
+    scored = bool(check.get("max_points"))
+    # A reported-only check (no points) is a hint: it never shows a failure's ✗ and red row.
+    state = "pass" if check.get("passed") else ("fail" if scored else "note")
     return {**check, "facts": facts, "other": other, "skipped": bool(details.get("skipped")),
+            "scored": scored, "state": state, "mark": MARKS[state],
             "traceback": traceback,
             "has_weights": isinstance(details.get("weights_submission"), list),
             "has_variance": isinstance(details.get("variance_by_dk"), list)
             and bool(details["variance_by_dk"])}
 
 
+def result_context(submission, viewer) -> dict:
+    """What a result page shows of ``submission`` to ``viewer``: the student's page and the
+    instructor's read this one function, so both show the same bug-first summary and checks."""
+    from ..services.submissions import submission_view
+
+    view = submission_view(submission, viewer)
+    return {"view": view, "checks": describe_checks(view["checks"]),
+            "summary": view.get("summary"), "scoring": view.get("scoring")}
+
+
 def describe_checks(checks: list[dict], open_limit: int = 4) -> list[dict]:
     """Every check described, with ``open`` set on the failures worth unfolding first:
     the first failure, then failures that come with pictures."""
     described = [dict(describe_check(c), position=i) for i, c in enumerate(checks)]
-    failed = [c for c in described if not c["passed"] and not c["skipped"]]
+    failed = [c for c in described if c["state"] == "fail" and not c["skipped"]]
     chosen = failed[:1] + [c for c in failed[1:] if c["has_weights"] or c["has_variance"]]
     for c in chosen[:open_limit]:
         c["open"] = True

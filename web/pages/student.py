@@ -14,7 +14,7 @@ from . import charts
 from .forms import ActionForm, SubmissionForm
 from .helpers import (LANGUAGES, code_diff, db, highlight_python, interface_language, pygments_css,
                       render_markdown, side_by_side)
-from .results import describe_checks
+from .results import result_context
 
 bp = Blueprint("student", __name__)
 
@@ -107,15 +107,12 @@ def starter_notebook(slug: str):
 def submission(submission_id: int):
     session = db()
     sub = _own_submission(submission_id)
-    view = submissions.submission_view(sub, current_user)
-    checks = describe_checks(view["checks"])
     history = progress.history(session, sub.user_id, sub.assignment_id)
     numbers = progress.attempt_numbers(history)
     previous = progress.previous_submission(session, sub)
     diff = code_diff(previous.code, sub.code, f"attempt {numbers[previous.id]}",
                      f"attempt {numbers[sub.id]}") if previous else None
-    return render_template("student/submission.html", sub=sub, view=view, checks=checks,
-                           summary=view.get("summary"), scoring=view.get("scoring"),
+    return render_template("student/submission.html", sub=sub, **result_context(sub, current_user),
                            previous=previous, diff=diff,
                            history=history, numbers=numbers, code=highlight_python(sub.code),
                            override=grading.latest_override(session, sub),

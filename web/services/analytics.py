@@ -1,4 +1,5 @@
-"""What the instructor pages count: score matrix, common mistakes, item statistics, job timings.
+"""What the instructor pages count: score matrix, item statistics, job timings (a coding
+task's common mistakes: ``mistakes``).
 
 All functions read the database and return plain dicts/lists; the pages draw them.
 Item statistics follow classical test theory: *facility* is the mean fraction of the
@@ -10,17 +11,16 @@ the worked solution), so counting them would make every question look easy.
 """
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 
 import numpy as np
-from sqlalchemy import and_, case, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
-from ..models import (Assignment, StoredCheck, Course, GradingJob, QuizAnswer, QuizAttempt,
-                      QuizTry, Result, Submission, utcnow)
+from ..models import (Assignment, Course, Extension, GradingJob, QuizAnswer, QuizAttempt, QuizTry,
+                      Submission, utcnow)
 from .csv_export import csv_text
 from .scores import scores_table
 
@@ -30,22 +30,39 @@ GROUP_SHARE = 0.27  # Kelley's upper/lower groups
 # ---- course overview ---------------------------------------------------------------------
 
 def score_matrix(session: Session, course: Course, query: str = "", sort: str = "name",
-                 descending: bool = False) -> tuple[list[Assignment], list[dict]]:
+                 descending: bool = False, now: datetime | None = None
+                 ) -> tuple[list[Assignment], list[dict]]:
     """Students × assignments: one row per student with a cell per assignment slug.
 
-    ``total`` is the student's average percentage over all the course's assignments, each
-    weighted equally and counting one not attempted as 0: raw points would weigh a 100-point
-    task against a 16-point quiz.
+    ``total`` is the student's average percentage over the assignments that count for them
+    (``counted``), each weighted equally: raw points would weigh a 100-point task against a
+    16-point quiz. An assignment counts once the student has a score on it, or once its
+    deadline (theirs, with an extension) has passed, unstarted work then counting as 0; work
+    not started and not yet due, or without a deadline, is left out (``total`` is None when
+    nothing counts yet).
     """
+    now = now or utcnow()
     assignments = list(course.assignments)
+    deadlines = {(e.user_id, e.assignment_id): e.deadline for e in session.scalars(
+        select(Extension).where(Extension.assignment_id.in_([a.id for a in assignments]),
+                                Extension.deadline.is_not(None)))}
+    by_slug = {a.slug: a for a in assignments}
     students: dict[int, dict] = {}
     for row in scores_table(session, course):
         student = students.setdefault(row["user_id"], {
             "user_id": row["user_id"], "email": row["email"], "name": row["name"],
-            "cells": {}, "total": 0.0})
+            "cells": {}, "total": None, "counted": 0, "_sum": 0.0})
         student["cells"][row["assignment"]] = row
+        item = by_slug[row["assignment"]]
+        deadline = deadlines.get((row["user_id"], item.id), item.deadline)
         if row["best_score"] is not None and row["max_score"]:
-            student["total"] += 100.0 * row["best_score"] / row["max_score"] / max(1, len(assignments))
+            student["_sum"] += 100.0 * row["best_score"] / row["max_score"]
+        elif row["best_score"] is None and not (deadline is not None and deadline < now):
+            continue  # not started, and not due (or no deadline): not a 0 yet
+        student["counted"] += 1
+    for student in students.values():
+        total = student.pop("_sum")
+        student["total"] = total / student["counted"] if student["counted"] else None
     rows = list(students.values())
     needle = query.strip().lower()
     if needle:
@@ -56,8 +73,10 @@ def score_matrix(session: Session, course: Course, query: str = "", sort: str = 
         blank = [r for r in rows if r["cells"][sort]["best_score"] is None]
         scored.sort(key=lambda r: (r["cells"][sort]["best_score"], r["email"]), reverse=descending)
         rows = scored + sorted(blank, key=lambda r: r["email"])
-    elif sort == "total":
-        rows.sort(key=lambda r: (r["total"], r["email"]), reverse=descending)
+    elif sort == "total":  # students with nothing counted yet stay at the bottom
+        rows = sorted((r for r in rows if r["total"] is not None),
+                      key=lambda r: (r["total"], r["email"]), reverse=descending) + \
+            sorted((r for r in rows if r["total"] is None), key=lambda r: r["email"])
     else:
         field = sort if sort in ("name", "email") else "name"
         rows.sort(key=lambda r: (r[field].lower(), r["email"]), reverse=descending)
@@ -82,73 +101,6 @@ def best_scores(session: Session, assignment: Assignment) -> tuple[list[float], 
 
 
 # ---- coding tasks ------------------------------------------------------------------------
-
-SKIPPED_PREFIX = "skipped:"
-_CAUSE = re.compile(r"Likely cause: (.+?)\.?$", re.S)
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e-?\d+)?")
-
-
-def mistake(message: str) -> str:
-    """What a failure message says went wrong, so that the same mistake counts once.
-
-    The grader's diagnosis ("Likely cause: ...") when it found one; otherwise the message
-    with its numbers (shapes, errors, indices) masked, since they differ on every run.
-    """
-    cause = _CAUSE.search(message)
-    if cause:
-        return cause.group(1).strip()[:200]
-    return _NUMBER.sub("…", message).strip()[:200]
-
-
-def check_failure_rates(session: Session, assignment: Assignment) -> list[dict]:
-    """Per check: how many students' latest graded submission fails it, and over all runs.
-
-    Counted by the database (a course has hundreds of thousands of check rows): each graded
-    submission contributes its newest result; "latest" is each student's newest graded one.
-    """
-    done = and_(Submission.assignment_id == assignment.id, Submission.status == "done")
-    # IN (subquery) rather than joins: both databases hash the subquery once.
-    newest_results = (select(func.max(Result.id))
-                      .join(Submission, Submission.id == Result.submission_id).where(done)
-                      .group_by(Result.submission_id))
-    newest_subs = select(func.max(Submission.id)).where(done).group_by(Submission.user_id)
-    is_latest = Result.submission_id.in_(newest_subs)
-    failed = StoredCheck.passed.is_(False)
-    # A check skipped because the file did not load was not run: neither a failure nor a pass.
-    ran = ~StoredCheck.message.like(SKIPPED_PREFIX + "%")
-
-    def counted(*columns):
-        return (select(*columns).join(Result, Result.id == StoredCheck.result_id)
-                .where(StoredCheck.result_id.in_(newest_results), ran))
-
-    rows = session.execute(counted(
-        StoredCheck.check_id, func.count(), func.sum(case((failed, 1), else_=0)),
-        func.sum(case((is_latest, 1), else_=0)),
-        func.sum(case((and_(is_latest, failed), 1), else_=0)),
-        func.min(StoredCheck.position), func.max(StoredCheck.max_points))
-        .group_by(StoredCheck.check_id)).all()
-    messages: dict[str, Counter] = defaultdict(Counter)
-    for check_id, message, n in session.execute(counted(
-            StoredCheck.check_id, StoredCheck.message, func.count())
-            .where(failed, StoredCheck.message != "")
-            .group_by(StoredCheck.check_id, StoredCheck.message)):
-        messages[check_id][mistake(message)] += n
-    out = []
-    for check_id, total_all, failed_all, students, failed_latest, order, max_points in rows:
-        common = messages[check_id].most_common(3)
-        out.append({
-            "check_id": check_id, "failed_latest": int(failed_latest or 0),
-            "students": int(students or 0), "failed_all": int(failed_all or 0),
-            "total_all": int(total_all), "order": order, "max_points": max_points,
-            "latest_rate": (failed_latest or 0) / students if students else 0.0,
-            "all_rate": (failed_all or 0) / total_all if total_all else 0.0,
-            "common_message": common[0][0] if common else "",
-            "common_mistakes": common})
-    # scored checks first: an unscored (report-only) check is a hint, not a lost point
-    out.sort(key=lambda s: (s["max_points"] == 0, -s["latest_rate"], -s["all_rate"],
-                            s["order"], s["check_id"]))
-    return out
-
 
 def submission_rows(session: Session, assignment: Assignment, limit: int = 200) -> list[dict]:
     """The newest submissions with their status and timings."""

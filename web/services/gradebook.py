@@ -8,9 +8,12 @@
   launch or roster sync told us (``web.lti.identity``); without LTI, SIS Login ID is the
   e-mail. A column named ``Title (123)`` updates Canvas assignment 123 (an assignment placed
   in Canvas through LTI, whose launch sent ``$Canvas.assignment.id``); any other column
-  creates a new assignment on import.
+  creates a new assignment on import, named by the column: the assignment's title alone
+  (Canvas would read a trailing "(sdpa)" as an assignment id that does not exist).
 - ``moodle``: one row per student with ``Email address`` as the identifier Moodle's
-  "Import grades from CSV" maps to a user, then one column per assignment.
+  "Import grades from CSV" maps to a user, then one column per assignment, named by its title.
+
+Two assignments with one title get their slugs after a dash, so that no two columns share a name.
 """
 from __future__ import annotations
 
@@ -57,12 +60,21 @@ def sortable_name(name: str, given: str | None = None, family: str | None = None
     return f"{parts[1]}, {parts[0]}" if len(parts) == 2 and parts[0] else name.strip()
 
 
+def _column_titles(assignments) -> list[str]:
+    """Each assignment's column name: its title, with its slug where another has the same title."""
+    seen: dict[str, int] = {}
+    for a in assignments:
+        seen[a.title.strip()] = seen.get(a.title.strip(), 0) + 1
+    return [a.title.strip() if seen[a.title.strip()] == 1 else f"{a.title.strip()} – {a.slug}"
+            for a in assignments]
+
+
 def _canvas_csv(session: Session, course: Course, assignments, students) -> str:
     from ..lti.identity import PLACEHOLDER_DOMAIN, LmsPerson, assignment_ids, people  # late: LTI tables
 
     who, lms_ids = people(session, course), assignment_ids(session, course)
-    titles = [f"{a.title} ({lms_ids[a.id]})" if a.id in lms_ids else f"{a.title} ({a.slug})"
-              for a in assignments]
+    titles = [f"{title} ({lms_ids[a.id]})" if a.id in lms_ids else title
+              for a, title in zip(assignments, _column_titles(assignments))]
     tops = []
     for a in assignments:
         known = [s["max"][a.slug] for s in students if s["max"].get(a.slug) is not None]
@@ -86,7 +98,6 @@ def export_csv(session: Session, course: Course, layout: str = "plain") -> str:
     assignments, students = _pivot(session, course)
     if layout == "canvas":
         return _canvas_csv(session, course, assignments, students)
-    titles = [f"{a.title} ({a.slug})" for a in assignments]
-    return csv_text(["Email address", "Full name", *titles],
+    return csv_text(["Email address", "Full name", *_column_titles(assignments)],
                     ([s["email"], s["name"], *(_number(s["scores"].get(a.slug)) for a in assignments)]
                      for s in students))

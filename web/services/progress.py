@@ -26,6 +26,7 @@ class AssignmentStanding:
     latest_id: int | None = None  # latest submission (task) or attempt (quiz)
     deadline: datetime | None = None  # the student's own (an extension moves it)
     extended: bool = False
+    late: bool = False  # open, but its deadline has passed: what is sent now is late work
 
 
 def submission_window(assignment: Assignment, now: datetime,
@@ -77,8 +78,9 @@ def _standing(assignment, status, best, top, used, now, latest_id, limits) -> As
     is_open, reason = submission_window(assignment, now, limits.deadline)
     if is_open and left == 0:
         is_open, reason = False, gettext("no attempts left")
+    late = is_open and limits.deadline is not None and now > limits.deadline
     return AssignmentStanding(assignment, status, best, top, used, left, is_open, reason, latest_id,
-                              deadline=limits.deadline, extended=limits.extended)
+                              deadline=limits.deadline, extended=limits.extended, late=late)
 
 
 def standing(session: Session, user: User, assignment: Assignment,

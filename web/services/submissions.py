@@ -23,6 +23,7 @@ from grader.notebook import CellMap, NotebookError, annotate_check, is_notebook,
 
 from ..i18n import grader_text
 from ..models import Assignment, GradingJob, Submission, User, utcnow
+from . import hidden_checks
 from .extensions import limits_for, lock_student
 
 log = logging.getLogger(__name__)
@@ -280,6 +281,9 @@ def submission_view(submission: Submission, viewer: User, now: datetime | None =
     if job is not None and job.status == "failed":
         error = error or job.error
     checks, error, notebook = notebook_view(submission, checks, error)
+    # families whose findings this student reads only after their deadline (instructor's setting)
+    hidden = hidden_checks.hidden_for(submission, viewer, now) if show_checks else set()
+    checks, said, said_i18n = hidden_checks.hide(checks, report, hidden)
     assignment = submission.assignment
     scoring = None
     if result is not None and report.get("score") is not None:
@@ -300,8 +304,9 @@ def submission_view(submission: Submission, viewer: User, now: datetime | None =
         "error": error, "late": submission.late, "filename": submission.filename,
         "notebook": notebook, "output": output,
         # how the score was reached: one line of root causes, and the late penalty if any
-        "summary": report.get("summary") if show_checks else None,
-        "summary_i18n": report.get("summary_i18n") if show_checks else None,
+        "summary": said if show_checks else None,
+        "summary_i18n": said_i18n if show_checks else None,
+        "hidden_families": sorted(hidden),
         "error_i18n": report.get("error_i18n") if error and error == report.get("error") else None,
         "scoring": scoring,
         "grader_version": submission.grader_version,
