@@ -237,7 +237,7 @@ def test_a_student_cannot_open_content_selection_and_bad_launches_are_refused(lt
     forged = browser.post(action, data={**fields, "id_token": f"{header}.{body}.{signature[::-1]}"})
     # Refusals say what happened and what to do; the library's words stay as a detail.
     assert forged.status_code == 400 and "it may have been altered" in forged.text
-    assert "decode id_token: Invalid crypto padding" in forged.text  # the detail, for whoever looks into it
+    assert "decode id_token: " in forged.text  # padding or signature, as the reversed bytes fall  # the detail, for whoever looks into it
     assert "Open the activity again from your course" in forged.text
     other_state = browser.post(action, data={"id_token": fields["id_token"],
                                              "state": "state-other"})
