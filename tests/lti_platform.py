@@ -10,6 +10,11 @@ it and keeps what it receives in memory for the tests to read.
 
 ``Platform.down = True`` makes the token and AGS endpoints answer 503, as an LMS under
 maintenance would.
+
+LTI Dynamic Registration (which ``lti1p3platform`` does not cover) is the platform's side
+of the IMS spec written here: ``/.well-known/openid-configuration`` and ``/register``
+(bearer ``registration_token``, the checks Moodle's ``registration_helper`` makes); once a
+tool registered, its launches use the URLs it registered.
 """
 from __future__ import annotations
 
@@ -74,6 +79,8 @@ class Platform:
     scores: list = field(default_factory=list)     # every accepted score, in arrival order
     rejected: list = field(default_factory=list)   # (status, score) not applied
     deep_link_items: list = field(default_factory=list)
+    registration_token: str = "reg-token-1"
+    registered: dict = field(default_factory=dict)  # the tool's registration request
     private_pem: str = ""
     public_pem: str = ""
 
@@ -93,12 +100,14 @@ class Platform:
                     key_set_url=f"{self.url}/jwks", deployment_ids=[DEPLOYMENT_ID])
 
     def conf(self) -> LTI1P3PlatformConfAbstract:
+        tool = self.registered
+        launch = tool["redirect_uris"][0] if tool else f"{self.tool_url}/lti/launch"
         reg = (Registration().set_iss(self.issuer).set_client_id(CLIENT_ID)
                .set_deployment_id(DEPLOYMENT_ID)
-               .set_launch_url(f"{self.tool_url}/lti/launch")
-               .set_deeplink_launch_url(f"{self.tool_url}/lti/launch")
-               .set_oidc_login_url(f"{self.tool_url}/lti/login")
-               .set_tool_key_set_url(f"{self.tool_url}/lti/jwks")
+               .set_launch_url(launch)
+               .set_deeplink_launch_url(launch)
+               .set_oidc_login_url(tool.get("initiate_login_uri") or f"{self.tool_url}/lti/login")
+               .set_tool_key_set_url(tool.get("jwks_uri") or f"{self.tool_url}/lti/jwks")
                .set_platform_public_key(self.public_pem)
                .set_platform_private_key(self.private_pem))
         return _Conf(registration=reg)
@@ -156,7 +165,7 @@ def _launch_class(platform: Platform):
             return (f'<form method="post" action="{action}">'
                     f'<input type="hidden" name="id_token" value="{token}">'
                     f'<input type="hidden" name="state" value="{escape(launch_data["state"])}">'
-                    "</form>")
+                    "</form><script>document.forms[0].submit()</script>")  # as an LMS does
     return Launch
 
 
@@ -242,6 +251,51 @@ def platform_app(platform: Platform) -> Flask:
         if hint["kind"] == "deeplink":
             login.set_deeplinking_launch_url()
         return login.initiate_login(request.args["user"])
+
+    @app.get("/.well-known/openid-configuration")
+    def openid_configuration():
+        return jsonify({
+            "issuer": platform.issuer, "authorization_endpoint": f"{platform.url}/authorize",
+            "token_endpoint": f"{platform.url}/token", "jwks_uri": f"{platform.url}/jwks",
+            "registration_endpoint": f"{platform.url}/register",
+            "token_endpoint_auth_methods_supported": ["private_key_jwt"],
+            "scopes_supported": ["openid"], "response_types_supported": ["id_token"],
+            "id_token_signing_alg_values_supported": ["RS256"],
+            "https://purl.imsglobal.org/spec/lti-platform-configuration": {
+                "product_family_code": "test-lms", "version": "1.0",
+                "messages_supported": [{"type": "LtiResourceLinkRequest"},
+                                       {"type": "LtiDeepLinkingRequest"}]}})
+
+    @app.post("/register")
+    def register():
+        if request.headers.get("Authorization") != f"Bearer {platform.registration_token}":
+            return jsonify({"error": "invalid registration token"}), 401
+        body = request.get_json(silent=True) or {}
+        tool = body.get("https://purl.imsglobal.org/spec/lti-tool-configuration") or {}
+        from urllib.parse import urlparse
+        problems = [name for name, ok in (
+            ("response_types", "id_token" in (body.get("response_types") or [])),
+            ("token_endpoint_auth_method", body.get("token_endpoint_auth_method") == "private_key_jwt"),
+            ("redirect_uris", isinstance(body.get("redirect_uris"), list) and body["redirect_uris"]),
+            ("initiate_login_uri", body.get("initiate_login_uri")),
+            ("jwks_uri", body.get("jwks_uri")),
+            ("domain", tool.get("domain") == urlparse(tool.get("target_link_uri", "")).netloc),
+        ) if not ok]
+        if problems:
+            return jsonify({"error": "invalid_client_metadata", "fields": problems}), 400
+        platform.registered = body
+        platform.registration_token = ""  # used up, as Moodle's is
+        return jsonify({**body, "client_id": CLIENT_ID,
+                        "https://purl.imsglobal.org/spec/lti-tool-configuration":
+                        {**tool, "deployment_id": DEPLOYMENT_ID}})
+
+    @app.get("/course")
+    def course():
+        """The LMS's course page with the tool embedded in an iframe (Moodle's "Embed",
+        Canvas's default); the query is the link's, as for ``/start``."""
+        src = escape("/start?" + request.query_string.decode())
+        return (f'<!doctype html><title>Course</title><h1>LMS course</h1>'
+                f'<iframe id="tool" src="{src}" style="width:1000px;height:800px"></iframe>')
 
     @app.route("/authorize", methods=["GET", "POST"])
     def authorize():

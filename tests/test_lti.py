@@ -188,6 +188,12 @@ def test_deep_linking_places_an_assignment_with_its_line_item(lti):
     other = requests.Session()  # another instructor's browser cannot answer this selection
     launch(other, platform, "lms-prof", link="link-x", custom={"attn_grader_assignment": "quiz"})
     assert other.get(picker_url).status_code == 404
+    # Any subset may be ticked: no checkbox is `required` (the browser would then demand all),
+    # and "none" is refused by the server in words.
+    assert re.findall(r'<input[^>]*name="assignments"[^>]*>', page.text)
+    assert not re.search(r'<input[^>]*name="assignments"[^>]*required', page.text)
+    empty = browser.post(picker_url, data={"csrf_token": _csrf(page.text)})
+    assert empty.status_code == 200 and "Tick at least one assignment." in empty.text
     back = browser.post(picker_url, data={"csrf_token": _csrf(page.text),
                                           "assignments": ["sdpa", "quiz"]})
     assert back.status_code == 200
@@ -229,10 +235,13 @@ def test_a_student_cannot_open_content_selection_and_bad_launches_are_refused(lt
     action, fields = _form(page.text)
     header, body, signature = fields["id_token"].split(".")
     forged = browser.post(action, data={**fields, "id_token": f"{header}.{body}.{signature[::-1]}"})
-    assert forged.status_code == 400 and "LTI launch refused" in forged.text
+    # Refusals say what happened and what to do; the library's words stay as a detail.
+    assert forged.status_code == 400 and "it may have been altered" in forged.text
+    assert "decode id_token: " in forged.text  # padding or signature, as the reversed bytes fall  # the detail, for whoever looks into it
+    assert "Open the activity again from your course" in forged.text
     other_state = browser.post(action, data={"id_token": fields["id_token"],
                                              "state": "state-other"})
-    assert other_state.status_code == 400 and "State not found" in other_state.text
+    assert other_state.status_code == 400 and "did not start here" in other_state.text
 
     # A launch works once: posting the same signed token again is refused (nonce used up).
     page = browser.get(f"{platform.url}/start", params={
@@ -241,8 +250,11 @@ def test_a_student_cannot_open_content_selection_and_bad_launches_are_refused(lt
     assert browser.post(action, data=fields, allow_redirects=False).status_code == 303
     replay = requests.Session().post(action, data=fields, allow_redirects=False)
     replay_same_browser = browser.post(action, data=fields, allow_redirects=False)
-    for response in (replay, replay_same_browser):
-        assert response.status_code == 400 and "Invalid Nonce" in response.text
+    assert replay.status_code == 400 and "State not found" in replay.text  # state used up
+    assert replay_same_browser.status_code == 400 and "Invalid Nonce" in replay_same_browser.text
+    assert "This launch link was already used." in replay_same_browser.text
+    russian = requests.post(action, data=fields, headers={"Accept-Language": "ru"})
+    assert "Откройте задание заново со страницы курса в LMS." in russian.text  # reader's language
 
 
 def test_roster_sync_enrolls_active_members_and_drops_inactive_ones(lti):

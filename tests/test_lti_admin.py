@@ -44,6 +44,16 @@ def test_cli_registers_lists_and_removes_platforms(env):
         [("Canvas", "1000000000001", ["12:abc"])]
     assert runner.invoke(main, ["lti", "platforms", "deployments", "Canvas", "1", "2"],
                          env=cli_env).exit_code == 0
+    from web.models import Course
+    with db_session(env) as session:
+        slug = session.query(Course.slug).first()[0]
+    scoped = runner.invoke(main, ["lti", "platforms", "course", "Canvas", slug], env=cli_env)
+    assert scoped.exit_code == 0 and f"launches join {slug}" in scoped.output
+    assert f"course={slug}" in runner.invoke(main, ["lti", "platforms", "list"], env=cli_env).output
+    unscoped = runner.invoke(main, ["lti", "platforms", "course", "Canvas"], env=cli_env)
+    assert "launches join the default course" in unscoped.output
+    assert runner.invoke(main, ["lti", "platforms", "course", "Canvas", "nope"],
+                         env=cli_env).exit_code == 1
     urls = runner.invoke(main, ["lti", "urls", "--base-url", "https://grader.example.edu/"],
                          env=cli_env).output
     assert "https://grader.example.edu/lti/login" in urls
@@ -141,6 +151,35 @@ def test_a_submitted_quiz_attempt_queues_its_score(env, ada):
         row = session.query(LtiScoreSync).one()
         assert attempt.status == "submitted"
         assert (row.score_given, row.score_maximum) == (attempt.score, attempt.max_score)
+
+
+def test_an_answered_quiz_attempt_is_passed_back_when_submitted(env, ada):
+    """The attempt's score is totalled while it is open, so submitting it may not change
+    ``score``; the submission itself must queue it (a Moodle run showed 1/27 never sent)."""
+    from questions.answers import solution
+    from questions.model import load_bank
+    from questions.variants import variant_seed
+    from web.config import quiz_secret
+    from web.lti.models import LtiScoreSync
+    from web.models import QuizAttempt
+
+    user_id = _linked_student(env, kind="quiz")
+    qid = "head-dimension"
+    value = solution(load_bank().get(qid),
+                     variant_seed(f"user:{user_id}", qid, quiz_secret(env.config)))["value"]
+    ada.post("/quiz/quiz/start")
+    ada.post(f"/quiz/quiz/questions/{qid}", data={f"q-{qid}-number": str(value)})
+    with db_session(env) as session:
+        attempt = session.query(QuizAttempt).one()
+        assert attempt.status == "open" and attempt.score == 1  # totalled while open
+        assert session.query(LtiScoreSync).count() == 0
+    ada.post("/quiz/quiz/submit", data={"confirmed": "yes"})  # the others left unanswered
+    with db_session(env) as session:
+        attempt = session.query(QuizAttempt).one()
+        row = session.query(LtiScoreSync).one()
+        assert attempt.status == "submitted"
+        assert (row.score_given, row.score_maximum) == (1.0, attempt.max_score)
+        assert row.sent_version < row.version  # waiting to be sent, not shown as "sent"
 
 
 def test_the_lti_tables_import_first_without_a_cycle():

@@ -13,7 +13,10 @@ PUBLIC = {"auth.sign_in", "auth.sign_up", "auth.forgot_password", "auth.reset_pa
           "observability.metrics",
           "quiz.visitor_language",  # a visitor's language switch: it only sets the session's language
           # LTI: the LMS's own requests (checked by state, nonce and signature) and the JWKS
-          "lti.login", "lti.launch", "lti.jwks"}
+          "lti.login", "lti.launch", "lti.jwks",
+          # dynamic registration: the LMS opens it; a signed one-use token in the URL is the
+          # authority (tests/test_lti_registration.py)
+          "lti.register"}
 
 INSTRUCTOR_BLUEPRINTS = ("instructor.", "signup_admin.", "similarity.")
 

@@ -187,7 +187,8 @@ def test_submitting_with_unanswered_questions_asks_first(env, ada, bank):
     from questions.variants import token
     ada.post(f"/quiz/quiz/questions/{SINGLE}", data={f"q-{SINGLE}-choice": token(seed, SINGLE, key["id"])})
     page = ada.get("/quiz/quiz").get_data(as_text=True)
-    assert 'data-unanswered="2"' in page and "questions 2, 3" in page  # the page's own confirm()
+    assert 'data-unanswered="2"' in page and 'id="unanswered-warning"' in page  # the warning at the button
+    assert "2 questions are unanswered (questions 2, 3)" in page
     asked = ada.post("/quiz/quiz/submit")
     text = asked.get_data(as_text=True)
     assert asked.status_code == 200 and "2 questions unanswered" in text and "question 2, 3, of 3" in text

@@ -3,7 +3,9 @@
 ``init_app(app)`` adds to every response:
 - ``Content-Security-Policy``: only this origin's scripts, styles and images (plus ``data:``
   images for plots); inline ``<script>`` runs only with the per-request nonce that templates
-  get as ``csp_nonce()``; no plugins; ``frame-ancestors 'none'``.
+  get as ``csp_nonce()``; no plugins; ``frame-ancestors 'none'``, except the LTI pages a
+  registered LMS shows in its own page: those name that LMS's origins (``web.lti.frame``
+  sets ``g.frame_ancestors``) and drop ``X-Frame-Options``.
 - ``X-Frame-Options: DENY`` (older browsers' clickjacking guard), ``X-Content-Type-Options:
   nosniff``, ``Referrer-Policy: same-origin``, ``Cross-Origin-Opener-Policy: same-origin``,
   a ``Permissions-Policy`` that turns off camera, microphone and geolocation, and
@@ -104,6 +106,19 @@ def csp_nonce() -> str:
     return g.csp_nonce
 
 
+def content_security_policy(form_action: tuple[str, ...] = ()) -> str:
+    """This response's policy: the app's template with its nonce, its framing origins (an
+    LMS's LTI frame) and any extra ``form-action`` origins (a form posting to the LMS)."""
+    policy = _app_config("CONTENT_SECURITY_POLICY", DEFAULT_CSP).replace("{nonce}", csp_nonce())
+    ancestors = g.get("frame_ancestors")
+    if ancestors:
+        policy = policy.replace("frame-ancestors 'none'", "frame-ancestors " + " ".join(ancestors))
+    if form_action:
+        policy = policy.replace("form-action 'self'",
+                                "form-action 'self' " + " ".join(form_action))
+    return policy
+
+
 def _private(response) -> bool:
     """Whether the response was made for a particular signed-in user or token holder."""
     if request.headers.get("Authorization") or g.get("api_user") is not None:
@@ -118,12 +133,13 @@ def _private(response) -> bool:
 def _add_headers(response):
     for name, value in STATIC_HEADERS.items():
         response.headers.setdefault(name, value)
+    if g.get("frame_ancestors"):  # CSP's frame-ancestors alone decides (XFO cannot name one)
+        response.headers.pop("X-Frame-Options", None)
     policy = response.headers.get("Content-Security-Policy")
     if policy is None and response.mimetype == "image/svg+xml":
         response.headers["Content-Security-Policy"] = SVG_CSP
     elif policy is None:
-        template = _app_config("CONTENT_SECURITY_POLICY", DEFAULT_CSP)
-        response.headers["Content-Security-Policy"] = template.replace("{nonce}", csp_nonce())
+        response.headers["Content-Security-Policy"] = content_security_policy()
     if _app_config("HTTPS", False):
         response.headers.setdefault("Strict-Transport-Security", HSTS)
     if "Cache-Control" not in response.headers and _private(response):

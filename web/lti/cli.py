@@ -36,6 +36,26 @@ def urls(base_url):
         click.echo(f"{label:40} {value}")
 
 
+@lti.command("registration-url")
+@click.option("--base-url", required=True, help="this service's public address, e.g. "
+              "https://grader.example.edu")
+@click.option("--course", "course_slug", default=None,
+              help="the course its launches join [default: the default course]")
+def registration_url(base_url, course_slug):
+    """A dynamic-registration URL to paste into the LMS (valid 7 days, for one LMS)."""
+    from sqlalchemy import select
+
+    from ..models import Course
+    from .registration import registration_url as make_url
+
+    config = cli_config()
+    if course_slug:
+        with cli_session(config) as session:
+            if session.scalar(select(Course).where(Course.slug == course_slug)) is None:
+                raise click.ClickException(f"no course {course_slug!r}")
+    click.echo(make_url(base_url, config["SECRET_KEY"], course_slug))
+
+
 @lti.group()
 def platforms():
     """Registered LMS platforms."""
@@ -87,6 +107,7 @@ def platforms_list(as_json):
     with cli_session(cli_config()) as session:
         rows = [{"id": p.id, "name": p.name, "issuer": p.issuer, "client_id": p.client_id,
                  "deployment_ids": p.deployment_ids, "login_url": p.auth_login_url,
+                 "course": p.course.slug if p.course else None,
                  "token_url": p.auth_token_url, "jwks_url": p.key_set_url}
                 for p in list_platforms(session)]
     if as_json:
@@ -95,9 +116,36 @@ def platforms_list(as_json):
     for row in rows:
         deployments = ",".join(row["deployment_ids"]) or "any"
         click.echo(f"{row['id']:>3}  {row['name']}  iss={row['issuer']}  "
-                   f"client_id={row['client_id']}  deployments={deployments}")
+                   f"client_id={row['client_id']}  deployments={deployments}  "
+                   f"course={row['course'] or '(default)'}")
     if not rows:
         click.echo("no platforms registered")
+
+
+@platforms.command("course")
+@click.argument("platform")
+@click.argument("course_slug", required=False)
+def platforms_course(platform, course_slug):
+    """Tie a platform's launches to one course (no COURSE_SLUG: the default course).
+
+    Everyone that LMS calls course staff becomes an instructor here; a platform (one LMS
+    registration, in Moodle one tool, so one deployment) per LMS course keeps courses apart.
+    Accounts already enrolled stay where they are."""
+    from sqlalchemy import select
+
+    from ..models import Course
+
+    with cli_session(cli_config()) as session:
+        row = _platform(session, platform)
+        course = None
+        if course_slug:
+            course = session.scalar(select(Course).where(Course.slug == course_slug))
+            if course is None:
+                raise click.ClickException(f"no course {course_slug!r}")
+        row.course = course
+        session.commit()
+        click.echo(f"platform {row.id}: launches join "
+                   f"{course.slug if course else 'the default course'}")
 
 
 @platforms.command("deployments")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
 from wtforms import SelectMultipleField, StringField, SubmitField, TextAreaField, widgets
-from wtforms.validators import DataRequired, Length, Optional
+from wtforms.validators import DataRequired, Length, Optional, StopValidation
 
 
 class PlatformForm(FlaskForm):
@@ -27,8 +27,19 @@ class DeploymentsForm(FlaskForm):
     submit = SubmitField(_l("Save"))
 
 
+class AtLeastOne:
+    """At least one option chosen, checked on the server only. ``DataRequired`` would put
+    ``required`` on every checkbox, and the browser would then refuse the form unless every
+    box were ticked."""
+    field_flags: dict = {}
+
+    def __call__(self, form, field):
+        if not field.data:
+            raise StopValidation(_l("Tick at least one assignment."))
+
+
 class DeepLinkForm(FlaskForm):
-    assignments = SelectMultipleField(_l("Assignments"), validators=[DataRequired()],
+    assignments = SelectMultipleField(_l("Assignments"), validators=[AtLeastOne()],
                                       option_widget=widgets.CheckboxInput(),
                                       widget=widgets.ListWidget(prefix_label=False))
     submit = SubmitField(_l("Add to the course"))

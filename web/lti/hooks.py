@@ -4,6 +4,10 @@ Grading (``web.dispatch.claim.finish``), regrades, an instructor's override and 
 quiz attempt all change ``Submission.score`` or ``QuizAttempt.score``. After each flush the
 changed (user, assignment) pairs are noted; just before the transaction commits, their best
 scores go to the passback outbox in the same transaction (``passback.queue_best_score``).
+
+A quiz attempt's score is totalled while it is still open (after every graded answer), so
+submitting it often leaves ``score`` as it was: the attempt's ``status`` turning
+"submitted" is what makes its score count, and is itself a score change.
 """
 from __future__ import annotations
 
@@ -15,11 +19,15 @@ from ..models import QuizAttempt, Submission
 _KEY = "lti_best_score_changed"
 
 
+_SCORE_ATTRS = {Submission: ("score", "max_score"),
+                QuizAttempt: ("score", "max_score", "status")}
+
+
 def _score_changed(obj) -> bool:
     state = inspect(obj)
     if state.pending:
         return obj.score is not None
-    return any(state.attrs[name].history.has_changes() for name in ("score", "max_score"))
+    return any(state.attrs[name].history.has_changes() for name in _SCORE_ATTRS[type(obj)])
 
 
 @event.listens_for(Session, "after_flush")

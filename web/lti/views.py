@@ -10,16 +10,19 @@
 
 Login and launch come from the LMS, not from our own forms, so they carry no CSRF token;
 they are protected by the OIDC state, the nonce and the platform's signature instead.
+A launch into a frame of the LMS's page (content selection, embedded activities) goes on
+in a frame session instead of cookies (``frame.py``).
 """
 from __future__ import annotations
 
 from urllib.parse import urlparse
 
-from flask import (Blueprint, abort, flash, jsonify, make_response, redirect, render_template,
-                   session as browser_session, url_for)
+import jwt
+from flask import (Blueprint, abort, current_app, flash, jsonify, make_response, redirect,
+                   render_template, request, session as browser_session, url_for)
 from flask_babel import gettext
 from flask_login import login_user
-from pylti1p3.contrib.flask import FlaskMessageLaunch, FlaskOIDCLogin, FlaskRequest
+from pylti1p3.contrib.flask import FlaskMessageLaunch, FlaskRequest
 from pylti1p3.deep_link_resource import DeepLinkResource
 from pylti1p3.exception import LtiException, OIDCException
 from pylti1p3.lineitem import LineItem
@@ -27,9 +30,9 @@ from pylti1p3.lineitem import LineItem
 from ..extensions import csrf
 from ..pages.forms import ActionForm
 from ..pages.helpers import db, instructor_required
-from ..security import DEFAULT_CSP, csp_nonce
+from ..security import content_security_policy
 from ..services.courses import default_course, find_assignment, points_possible
-from . import keys, passback, platforms, provision, roster
+from . import frame, keys, passback, platforms, provision, refusals, registration, roster
 from .forms import DeepLinkForm, DeploymentsForm, PlatformForm
 from .models import LtiContext
 from .toolconf import DatabaseLaunchData, DatabaseToolConf, http_session
@@ -37,8 +40,26 @@ from .toolconf import DatabaseLaunchData, DatabaseToolConf, http_session
 bp = Blueprint("lti", __name__)
 
 
-def _refuse(message: str, code: int = 400):
-    return render_template("lti/error.html", message=message), code
+def _refuse(message: str, code: int = 400, detail: str = "", platform=None):
+    """The refusal page; framable by the platform the request names, if it is registered,
+    so that a refusal inside the LMS's dialog is read rather than blocked."""
+    if platform is not None:
+        frame.allow_framing_by(frame.platform_origins(platform))
+    return render_template("lti/error.html", message=message, detail=detail), code
+
+
+def _refuse_exc(exc: Exception, platform=None):
+    message, detail = refusals.explain(exc)
+    return _refuse(message, detail=detail, platform=platform)
+
+
+def _named_platform(conf, iss: str | None, client_id: str | None):
+    """The registered platform a refused request names (unverified: it only decides which
+    registered origins may frame the refusal page), or None."""
+    try:
+        return conf.platform(iss, client_id) if iss else None
+    except LookupError:
+        return None
 
 
 def _launch_storage():
@@ -50,14 +71,25 @@ def _launch_storage():
 def login():
     conf = DatabaseToolConf(db())
     keys.signing_key(db())  # generated on the first login, stored with this request
-    oidc = FlaskOIDCLogin(FlaskRequest(), conf, launch_data_storage=_launch_storage())
+    oidc = frame.StateRecordingLogin(FlaskRequest(), conf, launch_data_storage=_launch_storage())
+    oidc.db = db()
     try:
         # Always our own launch URL: the LMS checks it against the registered redirect URIs.
         response = oidc.redirect(url_for("lti.launch", _external=True))
     except (OIDCException, LtiException, LookupError) as exc:
-        return _refuse(gettext("LTI login refused: %(reason)s", reason=exc))
+        values = request.values
+        return _refuse_exc(exc, _named_platform(conf, values.get("iss"), values.get("client_id")))
     db().commit()  # the state and nonce the launch will be checked against
     return response
+
+
+def _claimed_issuer() -> tuple[str | None, str | None]:
+    try:
+        claims = jwt.decode(request.form.get("id_token", ""), options={"verify_signature": False})
+    except jwt.PyJWTError:
+        return None, None
+    aud = claims.get("aud")
+    return claims.get("iss"), (aud[0] if isinstance(aud, list) and aud else aud)
 
 
 @bp.post("/lti/launch")
@@ -65,39 +97,50 @@ def login():
 def launch():
     session = db()
     conf = DatabaseToolConf(session)
-    message = FlaskMessageLaunch(FlaskRequest(), conf, launch_data_storage=_launch_storage(),
-                                 requests_session=http_session())
+    message = frame.StateCheckingLaunch(FlaskRequest(), conf,
+                                        launch_data_storage=_launch_storage(),
+                                        requests_session=http_session())
+    message.db = session
     try:
         body = message.get_launch_data()
         platform = conf.platform(message.get_iss(), message.get_client_id())
     except (LtiException, LookupError) as exc:
-        return _refuse(gettext("LTI launch refused: %(reason)s", reason=exc))
+        session.rollback()  # a refused launch uses up neither its state nor its nonce
+        return _refuse_exc(exc, _named_platform(conf, *_claimed_issuer()))
+    # In a frame of the LMS's page (or wherever the state cookie did not come along) the
+    # browser keeps no cookie of ours: the launch goes on in a frame session.
+    framed = frame.in_a_frame() or not message.state_from_cookie
     try:
         user, course, context, role = provision.launch_user(session, platform, body)
         if message.is_deep_link_launch():
             if role != "instructor":
                 raise provision.LaunchRejected(gettext("only course staff can add assignments"))
-            target = url_for("lti.deep_link", launch_id=message.get_launch_id())
+            target = ("lti.deep_link", {"launch_id": message.get_launch_id()})
         elif message.is_resource_launch():
             link = provision.ensure_link(session, platform, course, context, body)
             passback.queue_best_score(session, user.id, link.assignment_id)
-            target = _assignment_url(link.assignment)
+            target = _assignment_endpoint(link.assignment)
         else:
             raise provision.LaunchRejected(gettext("this kind of LTI message is not supported"))
     except provision.LaunchRejected as exc:
         session.rollback()
-        return _refuse(str(exc))
+        return _refuse(str(exc), platform=platform)
+    deep_link = message.get_launch_id() if message.is_deep_link_launch() else None
+    if framed:
+        frame.start(session, user_id=user.id, launch_id=message.get_launch_id(),
+                    origins=frame.platform_origins(platform, body), deep_link=deep_link)
     session.commit()
-    login_user(user)
-    if message.is_deep_link_launch():  # only this browser may answer this content selection
-        browser_session["lti_deep_link"] = message.get_launch_id()
-    return redirect(target, code=303)
+    if not framed:
+        login_user(user)
+        if deep_link:  # only this browser may answer this content selection
+            browser_session["lti_deep_link"] = deep_link
+    return redirect(url_for(target[0], **target[1]), code=303)
 
 
-def _assignment_url(assignment) -> str:
+def _assignment_endpoint(assignment) -> tuple[str, dict]:
     if assignment.kind == "quiz":
-        return url_for("quiz.quiz", slug=assignment.slug)
-    return url_for("student.task", slug=assignment.slug)
+        return "quiz.quiz", {"slug": assignment.slug}
+    return "student.task", {"slug": assignment.slug}
 
 
 def _restore(launch_id: str):
@@ -114,7 +157,8 @@ def _restore(launch_id: str):
 def deep_link(launch_id: str):
     message = _restore(launch_id) if browser_session.get("lti_deep_link") == launch_id else None
     if message is None or not message.is_deep_link_launch():
-        return _refuse(gettext("this content selection has expired; start it again from the LMS"), 404)
+        return _refuse(gettext("This content selection has expired or was already answered. "
+                               "Start it again from the LMS."), 404)
     platform = DatabaseToolConf(db()).platform(message.get_iss(), message.get_client_id())
     course = platform.course or default_course(db())
     settings = message.get_launch_data()[provision.DEEP_LINKING_CLAIM]
@@ -124,7 +168,7 @@ def deep_link(launch_id: str):
     chosen = form.validate_on_submit()
     if chosen and str(settings.get("accept_multiple", True)).lower() == "false" \
             and len(form.assignments.data) > 1:
-        form.assignments.errors.append("this LMS takes one assignment at a time")
+        form.assignments.errors.append(gettext("This LMS takes one assignment at a time."))
         chosen = False
     if not chosen:
         return render_template("lti/deep_link.html", form=form, launch_id=launch_id)
@@ -144,9 +188,35 @@ def deep_link(launch_id: str):
                                              return_url=return_url, token=token))
     # This one form posts to the LMS: widen form-action to its origin only.
     origin = "{0.scheme}://{0.netloc}".format(urlparse(return_url))
-    response.headers["Content-Security-Policy"] = DEFAULT_CSP.replace(
-        "{nonce}", csp_nonce()).replace("form-action 'self'", f"form-action 'self' {origin}")
+    response.headers["Content-Security-Policy"] = content_security_policy(form_action=(origin,))
     return response
+
+
+@bp.get("/lti/register/<token>")
+@csrf.exempt
+def register(token: str):
+    """Dynamic registration: the LMS opens this URL (pasted by its administrator), usually
+    in a frame of its own page, with ``openid_configuration`` and ``registration_token``."""
+    session = db()
+    config_url = request.args.get("openid_configuration", "")
+    try:
+        registration.read_token(session, current_app.secret_key, token)
+    except registration.RegistrationRefused as exc:
+        return _refuse(gettext("This registration URL cannot be used: %(reason)s.", reason=exc))
+    # Framable by the LMS that opened it; its issuer's origin is added once it is known.
+    frame.allow_framing_by(frame.platform_origins_of([config_url]))
+    keys.signing_key(session)
+    try:
+        done = registration.register(
+            session, secret=current_app.secret_key, token=token, openid_configuration=config_url,
+            registration_token_value=request.args.get("registration_token"),
+            base_url=request.host_url, allow_http=_allow_http())
+    except registration.RegistrationRefused as exc:
+        session.rollback()
+        return _refuse(gettext("The LMS could not be registered: %(reason)s.", reason=exc))
+    session.commit()
+    frame.allow_framing_by(frame.platform_origins(done.platform))
+    return render_template("lti/registered.html", platform=done.platform, product=done.product)
 
 
 @bp.get("/lti/jwks")
@@ -160,7 +230,7 @@ def jwks():
 
 # ---- the instructor's page -----------------------------------------------------------------
 
-@bp.route("/instructor/lti", methods=["GET", "POST"])
+@bp.route("/instructor/lti", methods=["GET", "POST"], strict_slashes=False)
 @instructor_required
 def admin():
     session = db()
@@ -183,7 +253,9 @@ def admin():
     keys.signing_key(session)
     session.commit()
     contexts = session.query(LtiContext).order_by(LtiContext.id).all()
+    register_url = registration.registration_url(request.host_url, current_app.secret_key)
     return render_template("lti/admin.html", form=form, urls=platforms.tool_urls(),
+                           register_url=register_url,
                            platforms=platforms.list_platforms(session), contexts=contexts,
                            outbox=passback.outbox(session), deployments_form=DeploymentsForm(),
                            action_form=ActionForm())

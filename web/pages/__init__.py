@@ -28,6 +28,8 @@ def register(app: Flask) -> None:
     for blueprint in (auth.bp, student.bp, quiz.bp, instructor.bp, roster.bp, signup_admin.bp,
                       similarity.bp, lti_bp):
         app.register_blueprint(blueprint)
+    from ..lti import frame
+    frame.init_app(app)  # LTI pages inside the LMS's page: a session carried by the URLs
 
     app.jinja_env.filters.update(
         when=helpers.format_when, score=helpers.format_score, points=helpers.format_points, percent=helpers.format_percent,

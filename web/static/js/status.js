@@ -27,7 +27,8 @@
 
   function poll() {
     var started = Date.now();
-    var query = "?wait=25&seen=" + encodeURIComponent(shown);
+    // the URL may carry a query already (an LMS frame's session token)
+    var query = (url.indexOf("?") < 0 ? "?" : "&") + "wait=25&seen=" + encodeURIComponent(shown);
     fetch(url + query, {credentials: "same-origin", headers: {"Accept": "application/json"}})
       .then(function (r) { return r.ok ? r.json() : Promise.reject(r.status); })
       .then(function (data) {
