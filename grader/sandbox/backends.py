@@ -118,6 +118,13 @@ class OutputCapture(threading.Thread):
         return self.data.decode("utf-8", "replace") + suffix
 
 
+# How a child's exit reads when the kernel killed it for its memory limit (forkserver's cgroup
+# says so); the session tells a memory failure from a timeout by this prefix alone. A bare
+# SIGKILL ("time or memory limit") may be the grader's own, at the time limit.
+MEMORY_KILLED = "killed: memory limit"
+GRADER_STOPPED = "stopped by the grader at its time limit"
+
+
 def describe_status(status: int | None) -> str:
     if status is None:
         return "still running"
@@ -180,7 +187,7 @@ class PlainChild:
 
     def describe_exit(self) -> str:
         status = self.proc.poll()
-        return "stopped by the grader at its time limit" if self.stopped else describe_status(status)
+        return GRADER_STOPPED if self.stopped else describe_status(status)
 
     def kill(self) -> None:
         self.stopped = self.stopped or self.proc.poll() is None  # the grader's SIGKILL, not the kernel's

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 
 from . import policy, wire
-from .backends import OutputCapture, SandboxUnavailable, describe_status
+from .backends import MEMORY_KILLED, OutputCapture, SandboxUnavailable, describe_status
 from .cgroups import RunCgroup, detect
 from .limits import Limits
 from .runs import UID_BASE, UID_SLOTS, Janitor, Slot  # noqa: F401  (UID_*: tests, docs)
@@ -298,7 +298,7 @@ class StrictChild:
         if self.setup_error:
             return f"the sandbox could not be set up: {self.setup_error}"
         if self.oom or (not self.closed and self.cgroup.oom_killed()):
-            return f"killed: memory limit ({self.limits.memory_bytes / 2**30:.1f} GiB) exceeded"
+            return f"{MEMORY_KILLED} ({self.limits.memory_bytes / 2**30:.1f} GiB) exceeded"
         if self.exit is None:
             return "killed by the grader at the time limit" if self.killed else "still running"
         # rusage under-reports against the scheduler's clock that RLIMIT_CPU uses (measured: 2.57 s

@@ -29,7 +29,7 @@ import threading
 
 from . import policy
 from ..i18n import T
-from .backends import OutputCapture, SandboxUnavailable, describe_status
+from .backends import GRADER_STOPPED, OutputCapture, SandboxUnavailable, describe_status
 from .limits import Limits
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -282,7 +282,7 @@ class LocalChild:
 
     def describe_exit(self) -> str:
         self._read_status(0.0)
-        return "stopped by the grader at its time limit" if self.stopped else describe_status(self.exit)
+        return GRADER_STOPPED if self.stopped else describe_status(self.exit)
 
     def kill(self) -> None:
         self._read_status(0.0)

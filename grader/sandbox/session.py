@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import answers, policy, wire
+from .backends import MEMORY_KILLED
 from .limits import Limits
 from .waiting import WaitClock
 
@@ -205,9 +206,7 @@ class SandboxSession:
             self.child.kill()
             status = self.child.describe_exit()
             self._retire_child()
-            # The kernel killed it for its memory and its time ran out after. Only the cgroup's
-            # count says so: a bare SIGKILL (the grader's own, just above) reads "time or memory".
-            if status.startswith("killed: memory limit"):
+            if status.startswith(MEMORY_KILLED):  # the kernel's kill, its time ran out after
                 return StudentError("memory", f"no answer: {status}")
             if thrashed:
                 return StudentError("memory", f"the submission kept hitting its memory limit "
