@@ -64,6 +64,7 @@ def instance(question: Question, seed: int, env: dict, lang: str, ident: str, su
         "explanation": t(d["explanation"]) if d.get("explanation") else "",
         "points": question.points, "difficulty": question.difficulty, "topics": question.topics,
         "params": {k: env[k] for k in d.get("params") or {}},
+        "seed": seed,  # the public export seed of this variant: grade_answer(question, seed, ...) grades it
     }
     kind = question.kind
     if kind in ("single", "multiple"):

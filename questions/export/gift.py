@@ -25,6 +25,7 @@ import html
 
 from . import markdown_html, plain_decimal
 from ..variants import format_number
+from .moodle import shortanswer_pattern
 
 _SPECIAL = "\\~=#{}:"
 
@@ -84,8 +85,11 @@ def _question(inst: dict) -> str:
                               f"{plain_decimal(inst['tolerance'])}: " +
                               "; ".join(", ".join(format_number(round(x, 4)) for x in row) for row in inst["matrix"])))
     elif kind in ("shape", "big_o"):
-        body += [f"\t={escape(text)}" for text in inst["spellings"]]
-        body += [f"\t=%0%{escape(text)}#{_html(m['feedback'])}" for m in inst["mistakes"] for text in m["spellings"]]
+        # Moodle's short answer: the same literal patterns as the Moodle XML export (an unescaped
+        # ``*`` would be a wildcard), then GIFT's escapes on top (its ``\\`` gives Moodle the ``\``)
+        body += [f"\t={escape(shortanswer_pattern(text))}" for text in inst["spellings"]]
+        body += [f"\t=%0%{escape(shortanswer_pattern(text))}#{_html(m['feedback'])}"
+                 for m in inst["mistakes"] for text in m["spellings"]]
     elif kind == "free_text":
         lines.append(_comment("rubric: " + " | ".join(f"[{format_number(r['points'])}] {r['text']}"
                                                        for r in inst["rubric"])))

@@ -48,6 +48,12 @@ def _plain(parent, tag: str, text: str):
     etree.SubElement(parent, tag).text = text
 
 
+def shortanswer_pattern(text: str) -> str:
+    """A spelling as a Moodle short-answer pattern that matches only itself: in a pattern an
+    unescaped ``*`` is a wildcard (``O(d*n^2)`` would accept ``O(d^3 n^2)``), ``\\*`` a literal one."""
+    return text.replace("*", "\\*")
+
+
 def _fraction(value: float) -> str:
     return f"{value:.5f}".rstrip("0").rstrip(".")
 
@@ -114,12 +120,13 @@ def _question(inst: dict, legacy_ordering: bool = False):
             _plain(a, "tolerance", plain_decimal(tolerance))
             _text(a, "feedback", feedback)
     elif qtype == "shortanswer":
-        _plain(q, "usecase", "0")
+        # the service reads a big-O expression's variable names case-sensitively (``N`` is not ``n``)
+        _plain(q, "usecase", "1" if kind == "big_o" else "0")
         answers = [(100, text, "") for text in inst["spellings"]]
         answers += [(0, text, markdown_html(m["feedback"])) for m in inst["mistakes"] for text in m["spellings"]]
         for fraction, text, feedback in answers:
             a = etree.SubElement(q, "answer", {"fraction": str(fraction), "format": "moodle_auto_format"})
-            etree.SubElement(a, "text").text = text
+            etree.SubElement(a, "text").text = shortanswer_pattern(text)
             _text(a, "feedback", feedback)
     elif qtype == "ordering":
         for tag, value in (("layouttype", "VERTICAL"), ("selecttype", "ALL"), ("selectcount", "0"),
