@@ -129,7 +129,7 @@ def draw(data: dict, envs: list[dict]) -> list[dict]:
             if data.get("ask", "matrix") == "entry":
                 env["row"], env["col"] = _entry(data, shape, rng)
             fingerprint = tuple(sorted((k, v) for k, v in env.items() if k in data["matrices"] or k in ("row", "col")))
-            if fingerprint in seen or not distinct(data, env):
+            if fingerprint in seen or degenerate(env) or not distinct(data, env):
                 continue
             seen.add(fingerprint)
             out.append(env)
@@ -153,6 +153,14 @@ def _result_shape(data: dict, env: dict) -> tuple[int, int]:
     rows = len(env["Q"])
     cols = len(env["K"]) if data["answer"].get("result", "output") != "output" else len(env["V"][0])
     return rows, cols
+
+
+def degenerate(env: dict) -> bool:
+    """Two equal queries (the same row asked twice) or a constant column of V (that output column
+    is the same whatever the weights, so it tests nothing)."""
+    q, v = env.get("Q"), env.get("V")
+    return (q is not None and len(set(q)) < len(q)) or (v is not None and len(v) > 1 and
+                                                        any(len(set(col)) == 1 for col in zip(*v)))
 
 
 def distinct(data: dict, env: dict) -> bool:
