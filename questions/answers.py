@@ -17,8 +17,9 @@ Answer formats (what ``grade_answer`` takes):
   gets its feedback.
 * ``matching``: ``{left id: right id}``; the share of pairs matched; a chosen distractor with
   ``feedback`` shows it.
-* ``matrix``, ``shape``, ``big_o``: a list of rows of numbers (or one number for ``ask: entry``),
-  a shape such as ``(2, 8, 10, 16)``, an expression such as ``O(n^2 d)``; see :mod:`questions.typed`.
+* ``matrix``, ``shape``, ``big_o``, ``expression``: a list of rows of numbers (or one number for
+  ``ask: entry``), a shape such as ``(2, 8, 10, 16)``, a growth such as ``O(n^2 d)``, a formula
+  such as ``d_k*(1 + 2*mu^2)``; see :mod:`questions.typed`.
 * ``code``: Python source, run in the sandbox and compared with a reference in this process.
 * ``free_text``: any text; stored for the instructor, ``correct`` is None and points 0
   until :func:`score_rubric` records the instructor's verdict.
@@ -215,7 +216,7 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
                  if r in distractors and distractors[r].get("feedback")]
         head = T(CORRECT) if ok else T("{got} of {total} pairs are matched correctly.", got=got, total=len(lefts))
         return result(got / len(lefts), ok, joined([head, *notes], "\n"), head)
-    if kind in ("matrix", "shape", "big_o"):
+    if kind in ("matrix", "shape", "big_o", "expression"):
         from .typed import grade_typed
         return grade_typed(question, env, answer, lang, result, top, explanation)
     if kind == "code":
@@ -294,7 +295,7 @@ def solution(question: Question, seed: int, lang: str = "en", *, params: dict | 
         return {"pairs": {p["id"]: p["id"] for p in d["pairs"]}}
     if question.kind == "code":
         return {"model_solution": d["model_solution"]}
-    if question.kind in ("matrix", "shape", "big_o"):
+    if question.kind in ("matrix", "shape", "big_o", "expression"):
         from .typed import solution_of
         return solution_of(question, env)
     return {"model_answer": substitute(d["model_answer"][lang], env, lang),

@@ -132,7 +132,7 @@ def _check_variant(question: Question, env: dict, fail, where: str) -> None:
             if within(wrong, value, tol):
                 fail(f"mistakes[{i}].value", f"equals the right answer{where}")
             _distinct_mistakes(d, i, [j for j in range(i) if within(wrong, wrongs[j], tol)], fail, where)
-    elif kind in ("matrix", "shape", "big_o"):
+    elif kind in ("matrix", "shape", "big_o", "expression"):
         _check_typed(question, env, grade, must_accept, must_reject, fail, where)
     elif kind == "ordering":
         ids = [i["id"] for i in d["items"]]
@@ -158,8 +158,8 @@ def _distinct_mistakes(d: dict, i: int, same: list[int], fail, where: str) -> No
 
 
 def _check_typed(question: Question, env: dict, grade, must_accept, must_reject, fail, where: str) -> None:
-    """A matrix, shape or big-O key is accepted, and every listed mistake is rejected with its own feedback."""
-    from . import bigo, handcalc, shapes
+    """A matrix, shape, big-O or expression key is accepted, and every listed mistake is rejected with its own feedback."""
+    from . import bigo, handcalc, shapes, symbolic
     d, kind = question.data, question.kind
     mistakes = d.get("mistakes") or []
     if kind == "matrix":
@@ -179,6 +179,22 @@ def _check_typed(question: Question, env: dict, grade, must_accept, must_reject,
         must_accept(f"torch.Size([{', '.join(map(str, key))}])", "answer")
         wrongs = [shapes.shape_value(m["value"], env) for m in mistakes]
         answers = [shapes.shape_text(w) for w in wrongs]
+    elif kind == "expression":
+        variables = d["variables"]
+        key = symbolic.values(symbolic.parse(d["answer"], variables), variables)
+        must_accept(d["answer"], "answer")
+        for spelled in symbolic.spellings(d["answer"], variables):  # what the exports list
+            must_accept(spelled, "answer")
+        wrongs = [symbolic.values(symbolic.parse(m["value"], variables), variables) for m in mistakes]
+        answers = [m["value"] for m in mistakes]
+        for i, wrong in enumerate(wrongs):
+            if symbolic.same(wrong, key):
+                fail(f"mistakes[{i}].value", f"equals the right answer{where}")
+            _distinct_mistakes(d, i, [j for j in range(i) if symbolic.same(wrongs[j], wrong)], fail, where)
+            r = grade(answers[i])
+            if r.correct is not False or str(mistakes[i]["feedback"]["en"]).split("{")[0][:30] not in r.feedback:
+                fail(f"mistakes[{i}]", f"grading {answers[i]!r} does not give this mistake's feedback{where}")
+        return
     else:
         variables = d["variables"]
         key = bigo.canonical(d["answer"], variables)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from grader.i18n import render
 
-from . import bigo, handcalc, shapes
+from . import bigo, handcalc, shapes, symbolic
 from .answers import AnswerFormatError, grade_answer, numeric_answer, parse_number
 from .messages import bank_text
 from .model import Question
@@ -95,6 +95,9 @@ def review(question: Question, seed: int, answer=None, *, answered_in: str = "en
     elif kind == "big_o":
         out["key"] = "O(" + bigo.text_of(bigo.canonical(d["answer"], d["variables"])) + ")"
         out["yours"] = answer if graded else None  # as typed: O(d n²), not the parser's O(d n^2)
+    elif kind == "expression":
+        out["key"] = symbolic.pretty(d["answer"])
+        out["yours"] = answer if graded else None
     elif kind == "code":
         out["yours"] = answer
         out["model_solution"] = d["model_solution"]

@@ -12,7 +12,7 @@ from . import expr
 
 LANGS = ("en", "ru", "zh")
 KINDS = ("single", "multiple", "numeric", "ordering", "matching", "code", "free_text", "matrix", "shape",
-         "big_o")
+         "big_o", "expression")
 DIFFICULTIES = ("easy", "medium", "hard")
 DIFFICULTY_ALIASES = {1: "easy", 2: "medium", 3: "hard"}
 
@@ -39,6 +39,7 @@ TOPICS = {
     "cost": "compute and memory of the score matrix",
     "saturation-measures": "the entropy and the largest weight of a row of attention weights",
     "heads-learn": "what different heads learn, and what their weights do and do not show",
+    "kv-cache": "the key/value cache of autoregressive decoding: what is cached, its size, its cost",
     "history": "the RNN bottleneck and the Bahdanau/Luong attention that came before the Transformer",
 }
 
@@ -64,6 +65,7 @@ BY_KIND = {
     "matrix": {"matrices", "answer", "ask", "draws", "tolerance", "mistakes"},
     "shape": {"answer", "mistakes"},
     "big_o": {"answer", "variables", "mistakes"},
+    "expression": {"answer", "variables", "mistakes"},
 }
 
 
@@ -388,7 +390,12 @@ def _check_big_o(p: Problems, data: dict, names: set[str]) -> None:
     check_structure(p, data, names)
 
 
+def _check_expression(p: Problems, data: dict, names: set[str]) -> None:
+    from .symbolic import check_structure
+    check_structure(p, data, names)
+
+
 CHECKERS = {"single": _check_choice, "multiple": _check_choice, "numeric": _check_numeric,
             "ordering": _check_ordering, "matching": _check_matching, "code": _check_code,
             "free_text": _check_free_text, "matrix": _check_matrix, "shape": _check_shape,
-            "big_o": _check_big_o}
+            "big_o": _check_big_o, "expression": _check_expression}

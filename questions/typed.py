@@ -8,12 +8,14 @@
 * ``shape``: a shape as text or a list of sizes (see :mod:`questions.shapes`); all or nothing.
 * ``big_o``: an expression (see :mod:`questions.bigo`); all or nothing, and a wrong one is told
   which variables it grows wrongly in.
+* ``expression``: a formula (see :mod:`questions.symbolic`); any equivalent form is right, a
+  listed mistake gets its feedback; all or nothing.
 """
 from __future__ import annotations
 
 from grader.i18n import T, joined
 
-from . import bigo, handcalc, shapes
+from . import bigo, handcalc, shapes, symbolic
 from .messages import CORRECT, INCORRECT, bank_text, number
 
 
@@ -82,6 +84,18 @@ def grade_typed(question, env: dict, answer, lang: str, result, top: float, expl
                  names=", ".join(off)) if off else \
             T("Not correct: read as {read}; the terms are not the right ones.", read=written)
         return result(0.0, False, hint, read_as=written)
+    if kind == "expression":
+        variables = d["variables"]
+        try:
+            got = symbolic.values(symbolic.parse(answer, variables), variables)
+        except symbolic.ExpressionError as exc:
+            raise AnswerFormatError(str(exc)) from None
+        if symbolic.same(got, symbolic.values(symbolic.parse(d["answer"], variables), variables)):
+            return result(1.0, True, T(CORRECT))
+        for m in d.get("mistakes") or []:
+            if symbolic.same(got, symbolic.values(symbolic.parse(m["value"], variables), variables)):
+                return result(0.0, False, _verdict_and(T(INCORRECT), bank_text(m["feedback"], env)))
+        return result(0.0, False, T(INCORRECT))
     raise AnswerFormatError(f"cannot grade a {kind} question")
 
 
@@ -106,4 +120,6 @@ def solution_of(question, env: dict) -> dict:
         return {"matrix": [[round(x, 6) for x in row] for row in key], "tolerance": {"abs": handcalc.tolerance(d)}}
     if question.kind == "shape":
         return {"shape": list(shapes.shape_value(d["answer"], env))}
+    if question.kind == "expression":
+        return {"formula": d["answer"], "variables": list(d["variables"])}
     return {"expression": d["answer"], "variables": list(d["variables"])}

@@ -279,12 +279,13 @@ def test_instructor_chooses_the_quiz_questions(env, prof, ada):
 
 
 def test_a_matrix_a_shape_and_a_big_o_are_answered_on_the_quiz_page(env, prof, ada):
-    """The typed kinds get their inputs (a grid of boxes for a matrix, one line for a shape or a
-    big-O expression), are graded on the page, and the attempt shows the matrix as a grid."""
+    """The typed kinds get their inputs (a grid of boxes for a matrix, one line for a shape, a
+    big-O expression or a formula), are graded on the page, and the attempt shows the matrix as a grid."""
     matrix, shape, big_o = "hand-attention-output", "split-heads-shape", "self-attention-cost-big-o"
+    formula = "variance-nonzero-mean-formula"
     prof.post("/instructor/assignments/quiz/settings", data={
         "title": "Typed answers", "visible": "y", "late_policy": "reject", "feedback": "full",
-        "question_ids": [matrix, shape, big_o]})
+        "question_ids": [matrix, shape, big_o, formula]})
     ada.post("/quiz/quiz/start")
     page = ada.get("/quiz/quiz").get_data(as_text=True)
     assert 'class="matrix-grid"' in page and 'aria-label="row 2, column 1"' in page
@@ -299,7 +300,9 @@ def test_a_matrix_a_shape_and_a_big_o_are_answered_on_the_quiz_page(env, prof, a
                     follow_redirects=True).get_data(as_text=True)
     page = ada.post(f"/quiz/quiz/questions/{big_o}", data={_field(big_o, "expression"): "O(d n²)"},
                     follow_redirects=True).get_data(as_text=True)
-    assert page.count('class="feedback correct"') == 3
+    page = ada.post(f"/quiz/quiz/questions/{formula}", data={_field(formula, "expression"): "d_k + 2 d_k mu²"},
+                    follow_redirects=True).get_data(as_text=True)
+    assert page.count('class="feedback correct"') == 4
     attempt = ada.post("/quiz/quiz/submit", data={"confirmed": "yes"}).location
     page = ada.get(attempt).get_data(as_text=True)
     assert 'class="matrix-grid answer"' in page and "O(d n²)" in page

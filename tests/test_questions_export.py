@@ -55,7 +55,7 @@ def test_moodle_xml_parses_and_matches_the_answer_key(bank, lang):
     by_id = {q.findtext("idnumber"): q for q in questions}
     types = {"single": "multichoice", "multiple": "multichoice", "numeric": "numerical",
              "matching": "matching", "ordering": "ordering", "free_text": "essay", "code": "essay",
-             "shape": "shortanswer", "big_o": "shortanswer"}
+             "shape": "shortanswer", "big_o": "shortanswer", "expression": "shortanswer"}
     for question in bank:
         inst = instances(question, lang)[0]
         el = by_id[inst["id"]]
@@ -104,11 +104,12 @@ def test_moodle_xml_parses_and_matches_the_answer_key(bank, lang):
             key = [x for row in solution(question, seed)["matrix"] for x in row]
             assert [float(v) for v, _ in blanks] == pytest.approx(key)
             assert {float(t) for _, t in blanks} == {inst["tolerance"]}
-        elif question.kind in ("shape", "big_o"):
+        elif question.kind in ("shape", "big_o", "expression"):
             answers = el.findall("answer")
             right = [a.findtext("text") for a in answers if a.get("fraction") == "100"]
             # literal patterns: an unescaped "*" is a wildcard in Moodle (test_questions_lms_grading)
-            assert right == [t.replace("*", "\\*") for t in inst["spellings"]] and inst["answer_text"] in right
+            assert right == [t.replace("*", "\\*") for t in inst["spellings"]]
+            assert inst["answer_text"].replace("*", "\\*") in right
             wrong = [a for a in answers if a.get("fraction") == "0"]
             assert len(wrong) == sum(len(m["spellings"]) for m in inst["mistakes"])
             assert all(a.find("feedback/text").text for a in wrong)
@@ -180,7 +181,7 @@ def test_gift_read_back_by_pygiftparser_matches_the_answer_key(bank, lang, tmp_p
     # Moodle imports it as a short answer because no answer starts with "~")
     kinds = {"single": "SelectSet", "multiple": "MultipleChoicesSet", "numeric": "NumericAnswerSet",
              "matching": "MatchingSet", "ordering": "MatchingSet", "free_text": "Essay", "code": "Essay",
-             "shape": "SelectSet", "big_o": "SelectSet"}
+             "shape": "SelectSet", "big_o": "SelectSet", "expression": "SelectSet"}
     negative = 0
     for q, inst in zip(parsed, insts):
         assert _gift_unescape(q.title) == inst["title"]
@@ -216,7 +217,7 @@ def test_gift_read_back_by_pygiftparser_matches_the_answer_key(bank, lang, tmp_p
                 assert _gift_unescape(a.feedback) == markdown_html(o["feedback"]).strip()
         elif inst["kind"] == "code":
             assert "def " + inst["function"] in _gift_unescape(q.text)  # the starter code is shown
-        elif inst["kind"] in ("shape", "big_o"):
+        elif inst["kind"] in ("shape", "big_o", "expression"):
             assert "~" not in block.split("{", 1)[1]  # only "=" answers: Moodle's short answer
             right = [_gift_unescape(a.answer) for a in answers if a.fraction == 100]
             # pygiftparser keeps GIFT's "\\" (Moodle reads it as one backslash, escaping the wildcard)
@@ -274,7 +275,8 @@ def test_qti_package_keeps_feedback_rubrics_and_partial_credit(bank, tmp_path):
                     "numeric": "textEntryInteraction", "ordering": "orderInteraction",
                     "matching": "matchInteraction", "free_text": "extendedTextInteraction",
                     "code": "extendedTextInteraction", "matrix": "textEntryInteraction",
-                    "shape": "textEntryInteraction", "big_o": "textEntryInteraction"}
+                    "shape": "textEntryInteraction", "big_o": "textEntryInteraction",
+                    "expression": "textEntryInteraction"}
     for question in bank:
         inst = instances(question, "ru")[0]
         item = items[f"items/{inst['id']}.xml"]
@@ -318,7 +320,7 @@ def test_qti_package_keeps_feedback_rubrics_and_partial_credit(bank, tmp_path):
             assert [float(d.find(f"{QTI}correctResponse/{QTI}value").text) for d in entries] == pytest.approx(key)
             assert len(body.findall(f".//{QTI}textEntryInteraction")) == len(key)
             assert all(feedback[f"MISTAKE_{k}"].strip() for k in range(1, len(inst["mistakes"]) + 1))
-        elif question.kind in ("shape", "big_o"):
+        elif question.kind in ("shape", "big_o", "expression"):
             assert decl.get("baseType") == "string" and correct == [inst["answer_text"]]
             assert all(feedback[f"MISTAKE_{k}"].strip() for k in range(1, len(inst["mistakes"]) + 1))
         elif question.kind == "matching":
@@ -374,7 +376,7 @@ def test_qti_scores_orderings_and_the_new_kinds_as_the_service_does(bank):
     assert out["FEEDBACK"] == "MISTAKE_1"
     assert out["SCORE"] == pytest.approx(grade_answer(q, seed, wrong).points)
 
-    for question_id in ("split-heads-shape", "self-attention-cost-big-o"):
+    for question_id in ("split-heads-shape", "self-attention-cost-big-o", "variance-nonzero-mean-formula"):
         q, inst, item, seed = _qti_item(bank, question_id)
         for text in inst["spellings"]:
             assert score(item, {"RESPONSE": text})["SCORE"] == pytest.approx(q.points), text

@@ -49,6 +49,8 @@ def _key_and_wrong(question, seed):
         return str(tuple(sol["shape"])), str(tuple(n + 1 for n in sol["shape"]))
     if kind == "big_o":
         return sol["expression"], "O(1)"
+    if kind == "expression":
+        return sol["formula"], "0"
     if kind == "code":
         return sol["model_solution"], "def nothing():\n    pass\n"
     return "An answer.", "Another answer."
@@ -85,7 +87,7 @@ def test_every_question_of_the_bank_shows_its_key_and_a_solution_when_final(bank
                 elif question.kind == "matching":
                     assert all(p["key"] for p in r["pairs"]), where
                     assert (answer is not None and all(p["right"] for p in r["pairs"])) == (correct is True), where
-                elif question.kind in ("numeric", "shape", "big_o") or question.kind == "matrix" and "key" in r:
+                elif question.kind in ("numeric", "shape", "big_o", "expression") or question.kind == "matrix" and "key" in r:
                     assert r["key"] and (r["yours"] is not None) == (answer is not None), where
                 elif question.kind == "matrix":
                     assert r["key_grid"], where
@@ -98,8 +100,8 @@ def test_every_question_of_the_bank_shows_its_key_and_a_solution_when_final(bank
                 assert not any(PLACEHOLDER_RE.search(t) and "{" + PLACEHOLDER_RE.search(t).group(1) + "}"
                                in t and PLACEHOLDER_RE.search(t).group(1) in question.data.get("params", {})
                                for t in texts), where
-    assert {"single", "multiple", "numeric", "ordering", "matching", "matrix", "shape", "big_o", "code",
-            "free_text"} <= kinds
+    assert {"single", "multiple", "numeric", "ordering", "matching", "matrix", "shape", "big_o", "expression",
+            "code", "free_text"} <= kinds
 
 
 def _use_questions(env, qids, **settings):

@@ -93,7 +93,7 @@ def instance(question: Question, seed: int, env: dict, lang: str, ident: str, su
         inst["distractors"] = [{"id": x["id"], "text": t(x["text"]),
                                 "feedback": t(x["feedback"]) if x.get("feedback") else ""}
                                for x in d.get("distractors") or []]
-    elif kind in ("matrix", "shape", "big_o"):
+    elif kind in ("matrix", "shape", "big_o", "expression"):
         inst.update(typed_instance(question, env, t))
     elif kind == "code":
         inst.update(function=d["function"], template=d["template"], model_solution=d["model_solution"],
@@ -105,7 +105,7 @@ def instance(question: Question, seed: int, env: dict, lang: str, ident: str, su
 
 
 def typed_instance(question: Question, env: dict, t) -> dict:
-    """The key of a matrix, shape or big-O variant as the exporters need it. A matrix entry
+    """The key of a matrix, shape, big-O or expression variant as the exporters need it. A matrix entry
     (``ask: entry``) is a plain number with its mistakes, exported as a numeric question is."""
     from .. import bigo, handcalc, shapes
     d = question.data
@@ -126,6 +126,12 @@ def typed_instance(question: Question, env: dict, t) -> dict:
                 "mistakes": [{"spellings": shapes.spellings(shapes.shape_value(m["value"], env)),
                               "feedback": t(m["feedback"])} for m in mistakes]}
     variables = d["variables"]
+    if question.kind == "expression":
+        from .. import symbolic
+        return {"formula": d["answer"], "answer_text": d["answer"], "variables": list(variables),
+                "spellings": symbolic.spellings(d["answer"], variables),
+                "mistakes": [{"spellings": symbolic.spellings(m["value"], variables), "feedback": t(m["feedback"])}
+                             for m in mistakes]}
     return {"expression": d["answer"], "answer_text": f"O({d['answer']})", "variables": list(variables),
             "spellings": bigo.spellings(bigo.canonical(d["answer"], variables)),
             "mistakes": [{"spellings": bigo.spellings(bigo.canonical(m["value"], variables)),

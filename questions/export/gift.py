@@ -84,7 +84,7 @@ def _question(inst: dict) -> str:
                               "(the Moodle XML export writes a Cloze question). Key, each entry within "
                               f"{plain_decimal(inst['tolerance'])}: " +
                               "; ".join(", ".join(format_number(round(x, 4)) for x in row) for row in inst["matrix"])))
-    elif kind in ("shape", "big_o"):
+    elif kind in ("shape", "big_o", "expression"):
         # Moodle's short answer: the same literal patterns as the Moodle XML export (an unescaped
         # ``*`` would be a wildcard), then GIFT's escapes on top (its ``\\`` gives Moodle the ``\``)
         body += [f"\t={escape(shortanswer_pattern(text))}" for text in inst["spellings"]]

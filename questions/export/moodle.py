@@ -60,7 +60,7 @@ def _fraction(value: float) -> str:
 
 QTYPES = {"single": "multichoice", "multiple": "multichoice", "numeric": "numerical", "matching": "matching",
           "ordering": "ordering", "free_text": "essay", "code": "essay", "shape": "shortanswer",
-          "big_o": "shortanswer"}
+          "big_o": "shortanswer", "expression": "shortanswer"}
 
 
 def _qtype(inst: dict, legacy_ordering: bool) -> str:
@@ -120,8 +120,8 @@ def _question(inst: dict, legacy_ordering: bool = False):
             _plain(a, "tolerance", plain_decimal(tolerance))
             _text(a, "feedback", feedback)
     elif qtype == "shortanswer":
-        # the service reads a big-O expression's variable names case-sensitively (``N`` is not ``n``)
-        _plain(q, "usecase", "1" if kind == "big_o" else "0")
+        # the service reads the names in a big-O or formula answer case-sensitively (``N`` is not ``n``)
+        _plain(q, "usecase", "1" if kind in ("big_o", "expression") else "0")
         answers = [(100, text, "") for text in inst["spellings"]]
         answers += [(0, text, markdown_html(m["feedback"])) for m in inst["mistakes"] for text in m["spellings"]]
         for fraction, text, feedback in answers:

@@ -280,7 +280,7 @@ def _mode(inst: dict) -> str:
     numbers; a shape or a big-O answer one string; every other kind its own."""
     if inst["kind"] == "matrix":
         return "numeric" if inst["ask"] == "entry" else "grid"
-    return "text" if inst["kind"] in ("shape", "big_o") else inst["kind"]
+    return "text" if inst["kind"] in ("shape", "big_o", "expression") else inst["kind"]
 
 
 def _entries(inst: dict):

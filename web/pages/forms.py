@@ -266,8 +266,8 @@ def answer_form(question: dict, previous=None) -> FlaskForm:
                     data[f"cell_{r}_{c}"] = previous[r][c]
                 except (TypeError, IndexError, KeyError):
                     data[f"cell_{r}_{c}"] = ""
-    elif kind in ("shape", "big_o"):
-        example = "(2, 3, 4, 5)" if kind == "shape" else "O(n log n)"  # formats, never a key
+    elif kind in ("shape", "big_o", "expression"):
+        example = {"shape": "(2, 3, 4, 5)", "big_o": "O(n log n)", "expression": "2*a*(1 + b^2)"}[kind]  # formats, never a key
         AnswerForm.expression = StringField(
             _l("Answer"), validators=[InputRequired(_l("enter an answer")), Length(max=200)],
             render_kw={"autocomplete": "off", "spellcheck": "false", "placeholder": example})
@@ -314,7 +314,7 @@ def answer_from_form(question: dict, form: FlaskForm):
     if kind == "matrix":
         rows, cols = question["answer_shape"]
         return [[getattr(form, f"cell_{r}_{c}").data.strip() for c in range(cols)] for r in range(rows)]
-    if kind in ("shape", "big_o"):
+    if kind in ("shape", "big_o", "expression"):
         return form.expression.data.strip()
     if kind == "ordering":
         return [getattr(form, f"pos{i}").data for i in range(len(question["items"]))]
