@@ -24,6 +24,7 @@ from .answers import AnswerFormatError, grade_answer, numeric_answer, within
 from .cues import draw_seeds, length_problem, longest_option_problems, position_problems
 from .model import Bank, Question, load_bank
 from .originality import SeedIndex, find_seeds, overlap_problems
+from .strategies import strategy_problems
 from .variants import format_number, render, shown_options
 
 SEED = 0  # the seed only orders options here; the parameter values come from each variant
@@ -263,7 +264,7 @@ def validate_bank(path=None, *, run_code: bool = True, seeds=None) -> tuple[Bank
     problems = list(bank.errors)
     for question in bank:
         problems.extend(check_question(question, run_code=run_code))
-    for line in position_problems(list(bank)) + longest_option_problems(list(bank)):
+    for line in position_problems(list(bank)) + longest_option_problems(list(bank)) + strategy_problems(list(bank)):
         # bank-wide findings name the bank's folder; per-question ones already name their file
         problems.append(f"{bank.path}: {line}" if line.startswith("(bank)") else line)
     folder = find_seeds(seeds) if seeds is not False else None

@@ -49,7 +49,7 @@ def validate(directory: str | None, no_code: bool, seeds: str | None) -> None:
 @click.argument("directory", required=False, type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="the figures as JSON")
 def cues(directory: str | None, as_json: bool) -> None:
-    """The longest-option cue per language: how often the longest option is the key."""
+    """Answer cues per language: the longest option, then every test-wise strategy validate bounds."""
     from .cues import MAX_KEY_LONGEST, MAX_LONGEST_DEFICIT, MAX_LONGEST_GAIN, cue_report
     bank = _load(directory)
     report = cue_report(list(bank))
@@ -77,6 +77,13 @@ def cues(directory: str | None, as_json: bool) -> None:
     click.echo(f"{first['single_questions']} single- and {first['multiple_questions']} multiple-choice "
                f"questions; validate allows +{MAX_LONGEST_GAIN:.0%} / −{MAX_LONGEST_DEFICIT:.0%} around chance "
                "per language")
+    from .strategies import MAX_GAIN, play
+    click.echo(f"\nTest-wise strategies on single-choice questions: share of keys found (chance), per language; "
+               f"validate allows chance +{MAX_GAIN:.0%}")
+    results = play(list(bank))
+    for name in dict.fromkeys(r.name for r in results):
+        cells = {r.lang: f"{r.found:.1%} ({r.chance:.1%})" for r in results if r.name == name}
+        click.echo(f"{name:<72}" + "".join(f"{cells.get(lang, ''):>16}" for lang in langs))
 
 
 @questions.command("list")

@@ -45,7 +45,8 @@ ABSOLUTES = {
 }
 _STOP = {
     "en": set("the a an of to in and or is are be it its this that with for on by as at from not no "
-              "what which does do why how when each one".split()),
+              "what which does do why how when each one their them they these those there have has was "
+              "were been can could would should will into than then also".split()),
     "ru": set("и в на не по с со к о об от что как это для из при а но же ли то все его её их".split()),
 }
 _CODE = re.compile(r"`[^`]*`")
@@ -81,8 +82,8 @@ def _content(text: str, lang: str) -> set[str]:
         runs = re.findall(rf"[^\W\d_a-zA-Z{_ZH_FUNCTION}]+", prose)
         return {run[i:i + 2] for run in runs for i in range(len(run) - 1)
                 if all("\u4e00" <= c <= "\u9fff" for c in run[i:i + 2])}
-    # a word's first five letters stand for it (Russian inflects: «оценки», «оценок»)
-    return {w[:5] for w in _words(prose, lang) if len(w) > 3 and w not in _STOP[lang]}
+    # a word's first four letters stand for it (query, queries; «оценки», «оценок»)
+    return {w[:4] for w in _words(prose, lang) if len(w) > 3 and w not in _STOP[lang]}
 
 
 def stem_score(text: str, stem: str, lang: str) -> int:
@@ -100,7 +101,7 @@ NAMES = {  # how a strategy reads in the validator's messages
     ("length", "prefer highest"): "pick the longest option", ("length", "prefer lowest"): "pick the shortest option",
     ("length", "avoid highest"): "never pick the longest option",
     ("length", "avoid lowest"): "never pick the shortest option",
-    ("hedges", "prefer highest"): "prefer hedged options (about, usually), avoid absolute ones (only, always)",
+    ("hedges", "prefer highest"): "prefer hedged options, avoid absolute ones",
     ("hedges", "prefer lowest"): "prefer absolute options, avoid hedged ones",
     ("hedges", "avoid highest"): "never pick a hedged option",
     ("hedges", "avoid lowest"): "never pick an absolute option",
