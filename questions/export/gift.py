@@ -16,8 +16,9 @@ Same mapping as the Moodle XML export, within what GIFT can say:
   says so; Moodle XML carries Moodle's ordering type instead);
 * a matrix to fill in becomes an essay with the key in a comment (GIFT has no question with
   several numeric blanks; Moodle XML writes it as Cloze); a matrix entry is numeric;
-* a shape or a big-O answer is a short answer that accepts the key's usual spellings, each
-  mistake's spellings at 0 % with its feedback.
+* a shape, big-O or formula answer is a short answer that accepts the key's usual spellings,
+  each mistake's spellings at 0 % with its feedback, as literal patterns (``\\*`` for a ``*``,
+  which Moodle would read as a wildcard; GIFT's ``\\\\`` gives Moodle the backslash).
 """
 from __future__ import annotations
 

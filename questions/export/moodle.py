@@ -14,10 +14,12 @@ essay in a monospaced editor with the starter code as response template and the 
 solution for the grader (Moodle runs no code without the CodeRunner plug-in). matrix -> Cloze
 (embedded answers): one NUMERICAL blank per entry, each with the tolerance, a mark each (Moodle
 totals a Cloze question's marks from its blanks: rescale it in the quiz); a matrix entry
-(``ask: entry``) -> numerical. shape and big_o -> short answer accepting the usual spellings of
-the key (``(2, 8, 10, 16)``, ``torch.Size([...])``, ``O(n^2 d)``, ``n**2*d``...), each
-mistake's spellings at 0 % with its feedback; an equivalent form Moodle does not list (an
-unusual order or spacing) is marked wrong there, unlike in the service, so review those.
+(``ask: entry``) -> numerical. shape, big_o and expression -> short answer accepting the usual
+spellings of the key (``(2, 8, 10, 16)``, ``torch.Size([...])``, ``O(n^2 d)``, ``n**2*d``,
+``d_k*(1 + 2*mu^2)``...), each mistake's spellings at 0 % with its feedback; an equivalent form
+Moodle does not list (an unusual order or spacing) is marked wrong there, unlike in the service,
+so review those. The spellings are literal patterns: Moodle's short answer reads an unescaped
+``*`` as a wildcard, so each is written ``\\*`` (``shortanswer_pattern``).
 
 Texts are HTML inside CDATA, as Moodle's own exporter writes them: Moodle's parser drops a
 whitespace-only text chunk, which turned "<code>(L, S)</code> для" into "(L, S)для" before

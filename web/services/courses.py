@@ -18,13 +18,14 @@ def chapter_tasks() -> list[tuple[str, str]]:
 
 
 # The demo course's quiz: one or two questions per topic of the chapter and every kind of
-# question, short enough for one sitting. The rest of the bank stays available: an
-# instructor adds questions on the assignment's settings page.
+# question (a test checks both), short enough for one sitting. The rest of the bank stays
+# available: an instructor adds questions on the assignment's settings page.
 CHAPTER_QUIZ = (
     "soft-lookup", "qkv-roles", "sdpa-steps-order", "why-scale-by-sqrt-dk",
-    "variance-of-dot-product", "sqrt-not-dk", "saturated-softmax-effects", "masking-value",
-    "causal-mask-code", "head-dimension", "why-multiple-heads", "attention-kinds-sources",
-    "permute-inputs", "parallel-property", "derive-score-variance", "masked-vs-unmasked",
+    "variance-of-dot-product", "variance-nonzero-mean-formula", "sqrt-not-dk", "saturated-softmax-effects",
+    "hand-attention-output", "masking-value", "causal-mask-code", "head-dimension", "why-multiple-heads",
+    "attention-kinds-sources", "permute-inputs", "positions-how-added", "parallel-property",
+    "derive-score-variance", "masked-vs-unmasked", "kv-cache-shape", "kv-cache-memory-big-o",
 )
 
 
