@@ -385,6 +385,8 @@ def test_qti_scores_orderings_and_the_new_kinds_as_the_service_does(bank):
         assert score(item, {"RESPONSE": mistake}) == {**score(item, {"RESPONSE": mistake}),
                                                       "SCORE": 0, "FEEDBACK": "MISTAKE_1"}
         assert q.data["mistakes"][0]["feedback"]["en"][:20] in grade_answer(q, seed, mistake).feedback
+        if q.kind != "shape":  # names are case-sensitive in the service, so in the export too
+            assert score(item, {"RESPONSE": inst["spellings"][0].upper()})["SCORE"] == 0
 
 
 def test_an_older_moodle_gets_orderings_as_matching_to_positions(bank):

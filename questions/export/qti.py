@@ -250,11 +250,11 @@ def _processing(item: ET.Element, inst: dict, points: float) -> None:
     elif mode == "text":
         condition = _sub(rp, "responseCondition")
         branch = _sub(condition, "responseIf")
-        _any_spelling(branch, inst["spellings"])
+        _any_spelling(branch, inst["spellings"], _case_sensitive(inst))
         _set(branch, "SCORE", _base(points))
         for n, m in enumerate(inst["mistakes"], 1):
             branch = _sub(condition, "responseElseIf")
-            _any_spelling(branch, m["spellings"])
+            _any_spelling(branch, m["spellings"], _case_sensitive(inst))
             _set(branch, "FEEDBACK", _identifier(f"MISTAKE_{n}"))
     elif mode in ("single", "numeric"):
         condition = _sub(rp, "responseCondition")
@@ -293,10 +293,15 @@ def _add_to_score(parent: ET.Element, share: float) -> None:
     _set(parent, "SCORE", total)
 
 
-def _any_spelling(parent: ET.Element, spellings: list[str]) -> None:
+def _case_sensitive(inst: dict) -> bool:
+    """The service reads the names of a big-O or formula answer case-sensitively (``N`` is not ``n``)."""
+    return inst["kind"] in ("big_o", "expression")
+
+
+def _any_spelling(parent: ET.Element, spellings: list[str], case_sensitive: bool = False) -> None:
     either = _sub(parent, "or")
     for text in spellings:
-        match = _sub(either, "stringMatch", {"caseSensitive": "false"})
+        match = _sub(either, "stringMatch", {"caseSensitive": "true" if case_sensitive else "false"})
         match.append(_var("RESPONSE"))
         _sub(match, "baseValue", {"baseType": "string"}, text)
 
