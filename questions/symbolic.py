@@ -31,7 +31,8 @@ FUNCTIONS = ("sqrt", "log", "exp")
 GREEK = {"μ": "mu", "ρ": "rho", "σ": "sigma", "α": "alpha", "β": "beta", "λ": "lambda_", "τ": "tau"}
 _SUPERSCRIPTS = str.maketrans({"²": "^2", "³": "^3", "⁴": "^4", "−": "-", "–": "-", "·": "*", "×": "*",
                                "⋅": "*", "√": "sqrt"})
-_TOKEN = re.compile(r"\s*(?:(\d{1,6}(?:\.\d{1,6})?)|([A-Za-z][A-Za-z0-9_]*)|(\*\*|[-+*/^()]))")
+_TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d+)?)|([A-Za-z][A-Za-z0-9_]*)|(\*\*|[-+*/^()]))")
+MAX_DIGITS = 6
 
 
 class ExpressionError(ValueError):
@@ -60,6 +61,8 @@ def _tokens(text: str, variables: list[str]) -> str:
             raise ExpressionError(f"cannot read {text[pos:].strip()[:10]!r}")
         number, name, op = m.groups()
         if number:
+            if len(number.replace(".", "")) > MAX_DIGITS:
+                raise ExpressionError(f"numbers of at most {MAX_DIGITS} digits, please")
             out.append(number)
         elif name:
             if name in FUNCTIONS:

@@ -2,8 +2,6 @@
 and student text is read only through the whitelist (no eval of what they type)."""
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from questions import grade_answer, load_bank
@@ -48,12 +46,14 @@ def test_unreadable_or_unsafe_text_is_a_format_error(bank, text):
         grade_answer(bank.get("variance-nonzero-mean-formula"), 0, text)
 
 
-def test_reading_and_comparing_stay_fast_at_the_bounds():
-    worst = "(" * 30 + "d_k+mu" + ")^2" * 1 + ")" * 29 + "*(d_k+mu+1)^12"
-    start = time.perf_counter()
-    for text in (worst, "999999^12*(d_k+mu)^12", "log(exp(d_k))*sqrt(mu)^12"):
-        values(parse(text, V), V)
-    assert time.perf_counter() - start < 20  # a sanity bound under load, not a benchmark
+def test_inputs_at_the_bounds_are_read_and_past_them_refused():
+    """What keeps reading and comparing cheap is structural (no timing here): the largest numbers,
+    powers and nesting allowed still evaluate to finite values; one step past is a format error."""
+    for text in ("999999^12", "(d_k + mu + 1)^12", "exp(log(d_k))*sqrt(mu)", "(" * 40 + "mu" + ")" * 40):
+        assert all(abs(v) < float("inf") for v in values(parse(text, V), V)), text
+    for text in ("1234567", "(d_k + mu)^13", "((d_k^4)^4)", "exp(exp(exp(mu)))", "d_k" + " + d_k" * 60):
+        with pytest.raises(ExpressionError):
+            parse(text, V)
 
 
 def test_a_division_by_zero_equals_nothing():
