@@ -53,8 +53,9 @@ def _state_key(state: str) -> str:
     return f"attn-state-{state}"[:255]
 
 
-def remember_state(session, state: str, nonce: str) -> None:
-    DatabaseLaunchData(session).set_value(_state_key(state), {"nonce": nonce}, exp=STATE_LIFETIME)
+def remember_state(session, state: str, nonce: str, framed: bool) -> None:
+    DatabaseLaunchData(session).set_value(_state_key(state), {"nonce": nonce, "framed": framed},
+                                          exp=STATE_LIFETIME)
 
 
 def take_state(session, state: str) -> dict | None:
@@ -72,14 +73,21 @@ class StateRecordingLogin(FlaskOIDCLogin):
     def _prepare_redirect_url(self, launch_url: str) -> str:
         url = super()._prepare_redirect_url(launch_url)
         query = parse_qs(urlparse(url).query)
-        remember_state(self.db, query["state"][0], query["nonce"][0])
+        remember_state(self.db, query["state"][0], query["nonce"][0], framed=in_a_frame())
         return url
 
 
 class StateCheckingLaunch(FlaskMessageLaunch):
     """pylti1p3's launch with a state check that also works without the state cookie: the
     state must be one our login recorded (used once), and the id_token must carry the nonce
-    recorded with it. ``state_from_cookie`` says which check passed."""
+    recorded with it. ``state_from_cookie`` says which check passed.
+
+    Without the cookie nothing ties the launch to the browser that started it, so a launch
+    captured by one person and posted from another's browser would sign that browser in
+    (login CSRF). The cookie-less path is therefore taken only where a cookie cannot come
+    along: both the login and the launch were loaded into a frame (Fetch Metadata's
+    ``Sec-Fetch-Dest``, which a page cannot set on a navigation it causes). Such a launch
+    only ever opens a frame session, whose token is bound to the browser (below)."""
     db = None
     state_from_cookie = False
     _expected_nonce = None
@@ -93,6 +101,8 @@ class StateCheckingLaunch(FlaskMessageLaunch):
         if not self.state_from_cookie:
             if record is None:
                 raise LtiException("State not found")
+            if not (record.get("framed") and in_a_frame()):
+                raise LtiException("State cookie missing outside a frame")
             self._expected_nonce = record["nonce"]
         return self
 
@@ -107,6 +117,14 @@ class StateCheckingLaunch(FlaskMessageLaunch):
 def in_a_frame() -> bool:
     """Whether this navigation loads into a frame (Fetch Metadata; every current browser)."""
     return request.headers.get("Sec-Fetch-Dest", "").lower() in FRAME_DESTINATIONS
+
+
+def posted_by(platform, body: dict) -> bool:
+    """Whether a launch POST came from the platform's page: a browser names the page's
+    origin in ``Origin`` ("null" where a referrer policy hides it, or no header at all from
+    older browsers; those prove nothing either way)."""
+    origin = request.headers.get("Origin")
+    return origin in (None, "", "null") or origin in platform_origins(platform, body)
 
 
 # ---- which origins may frame -----------------------------------------------------------------
@@ -206,10 +224,23 @@ class FrameSessionInterface(SecureCookieSessionInterface):
         from ..extensions import db_session
         db = db_session()
         db.rollback()  # what the view left uncommitted, teardown would have dropped too
-        DatabaseLaunchData(db).set_value(_row_key(session.frame_id), dict(session),
+        DatabaseLaunchData(db).set_value(_row_key(session.frame_id), _plain(dict(session)),
                                          exp=_lifetime())
         db.commit()
         return None
+
+
+def _plain(value):
+    """The session as JSON can hold it: a flashed message may be a lazily translated string
+    (Flask-Login's "Please sign in"), which the cookie session's serialiser turns into text
+    and JSON cannot; it is stored as the text it reads now."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
 
 
 def _add_token(endpoint: str, values: dict) -> None:

@@ -107,9 +107,13 @@ def launch():
     except (LtiException, LookupError) as exc:
         session.rollback()  # a refused launch uses up neither its state nor its nonce
         return _refuse_exc(exc, _named_platform(conf, *_claimed_issuer()))
-    # In a frame of the LMS's page (or wherever the state cookie did not come along) the
-    # browser keeps no cookie of ours: the launch goes on in a frame session.
-    framed = frame.in_a_frame() or not message.state_from_cookie
+    # In a frame of the LMS's page the browser may keep no cookie of ours: the launch goes
+    # on in a frame session (a launch without its state cookie is accepted only framed).
+    framed = frame.in_a_frame()
+    if not message.state_from_cookie and not frame.posted_by(platform, body):
+        session.rollback()
+        return _refuse(gettext("This launch did not come from the LMS's page.") + " "
+                       + str(refusals.AGAIN), platform=platform)
     try:
         user, course, context, role = provision.launch_user(session, platform, body)
         if message.is_deep_link_launch():
@@ -199,12 +203,14 @@ def register(token: str):
     in a frame of its own page, with ``openid_configuration`` and ``registration_token``."""
     session = db()
     config_url = request.args.get("openid_configuration", "")
+    # Framable by the LMS that opened it (its own page shows this one), also when refused:
+    # a refusal it cannot show would leave its administrator a broken-frame icon. Its issuer's
+    # origin is added once it is known.
+    frame.allow_framing_by(frame.platform_origins_of([config_url]))
     try:
         registration.read_token(session, current_app.secret_key, token)
     except registration.RegistrationRefused as exc:
         return _refuse(gettext("This registration URL cannot be used: %(reason)s.", reason=exc))
-    # Framable by the LMS that opened it; its issuer's origin is added once it is known.
-    frame.allow_framing_by(frame.platform_origins_of([config_url]))
     keys.signing_key(session)
     try:
         done = registration.register(
