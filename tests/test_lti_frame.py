@@ -43,7 +43,11 @@ def test_content_selection_in_the_lms_dialog_without_cookies(lti):
     browser = _frame_browser()
     response, (action, fields) = _framed_launch(browser, platform, "lms-prof", kind="deeplink")
     assert response.status_code == 303, response.text
-    assert "Set-Cookie" not in response.headers  # nothing the frame could not keep anyway
+    # One cookie only, the frame session's partitioned binding (a browser without CHIPS drops it)
+    [cookie] = response.raw.headers.getlist("Set-Cookie")
+    assert cookie.startswith("attn_frame_")
+    assert {"Secure", "HttpOnly", "SameSite=None", "Partitioned"} <= {
+        part.strip() for part in cookie.split(";")}
     picker_url = tool.url + response.headers["Location"]
     token = re.search(r"lti_frame=([^&]+)", picker_url).group(1)
 
@@ -52,7 +56,8 @@ def test_content_selection_in_the_lms_dialog_without_cookies(lti):
     assert _frame_ancestors(page) == platform.url  # the platform's origin, and only it
     assert "X-Frame-Options" not in page.headers
     form_action = re.search(r'<form method="post" action="([^"]+)" class="card"', page.text).group(1)
-    assert f"lti_frame={token}" in form_action.replace("&amp;", "&")
+    form_token = re.search(r"lti_frame=([^&]+)", form_action.replace("&amp;", "&")).group(1)
+    assert form_token != token  # each page's links carry a fresh token of the same session
 
     # The token is the authority: without it, or with one altered, the page is not served.
     assert requests.get(picker_url.split("?")[0], allow_redirects=False).status_code == 302
@@ -186,7 +191,14 @@ def test_a_framed_launch_across_two_sites_in_chromium(two_sites):
     inner.click("#submit-quiz button[type=submit]")
     inner.wait_for_url("**/quiz/attempts/**")
     assert refused == []  # the browser never blocked a framed page
-    assert page.context.cookies(tool.url) == []  # nothing of the tool stored: no cookies needed
+    # Of the tool, only the frame session's binding, kept in the LMS site's partition (CHIPS)
+    kept = page.context.cookies(tool.url)
+    assert [c["name"][:len("attn_frame_")] for c in kept] == ["attn_frame_"], kept
+    assert kept[0]["sameSite"] == "None" and kept[0]["secure"]
+    # The frame's URL copied into another browser (a fresh context) is refused there.
+    elsewhere = browser.new_context().new_page()
+    elsewhere.goto(inner.url)
+    assert "/sign-in" in elsewhere.url
 
     # An instructor launched in a new window (top level: cookies as usual) reads the LTI
     # settings page on a 390 px phone, at its address with a trailing slash, without
