@@ -141,7 +141,3 @@ class LtiLaunchData(Base):
     key: Mapped[str] = mapped_column(String(255), primary_key=True)
     value: Mapped[object | None] = mapped_column(JSON)
     expires_at: Mapped[datetime] = mapped_column(DateTime, index=True)
-
-
-# Registered with the tables, so every process that stores scores also queues their passback.
-from . import hooks  # noqa: E402,F401
