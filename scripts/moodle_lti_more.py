@@ -136,6 +136,7 @@ def dl_dialog(args):
         check(picker is not None and picker.parent_frame is not None,
               "picker inside Moodle's Select content dialog (a child frame)",
               _hide_token(picker.url) if picker else [f.url[:90] for f in page.frames])
+        picker_url = picker.url  # the frame goes on to Moodle's return page once answered
         check(picker.locator("input[name=assignments][required]").count() == 0,
               "no checkbox is required", picker.locator("input[name=assignments]").count())
         check(_answer_picker(page, picker, args.slug), "Moodle filled the form from the dialog",
@@ -150,7 +151,7 @@ def dl_dialog(args):
         check(not refused, "no framing refusal in the browser", refused)
         browser.close()
     if args.state:
-        json.dump({"picker_url": picker.url, "cmid": cmid.group(1)}, open(args.state, "w"))
+        json.dump({"picker_url": picker_url, "cmid": cmid.group(1)}, open(args.state, "w"))
     print(f"CMID {cmid.group(1)}")
 
 
@@ -158,10 +159,13 @@ def dl_answered(args):
     state = json.load(open(args.state))
     with sync_playwright() as p:
         browser, ctx, page, _ = _session(p, "teacher1")
+        check(state["picker_url"].startswith(TOOL + "/lti/deep-link/"), "the picker's URL kept",
+              _hide_token(state["picker_url"]))
         response = page.goto(state["picker_url"])
-        check(response.status in (302, 403, 404) or "/sign-in" in page.url
-              or "expired or was already answered" in page.content(),
-              "the answered picker's URL is refused", f"{response.status} {_text(page.inner_text('body'))}")
+        check(page.locator("input[name=assignments]").count() == 0
+              and ("/sign-in" in page.url or "expired or was already answered" in page.content()),
+              "the answered picker's URL is refused",
+              f"{response.status} {_hide_token(page.url)} {_text(page.inner_text('body'), 120)}")
         browser.close()
 
 
