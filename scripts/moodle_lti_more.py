@@ -22,6 +22,7 @@ harness's ``drive_review3.py`` and ``hostile_review3.py`` (review 3), asserted:
                    Sign out, then a page with the same token: the sign-in page, not 500
   captured-launch  a launch held before delivery (new window, then embedded) and posted from
                    another browser: refused, nobody signed in
+  gradebook        the harness's grader report (drive.py), in this module's browser
   dynreg           admin: paste a registration URL into Manage tools; --expect registered
                    (the tool card appears, is activated) or refused (the reason is readable
                    in Moodle's registration frame, not a broken frame)
@@ -41,11 +42,18 @@ import urllib.parse
 
 HARNESS = os.environ.get("MOODLE_HARNESS", "/work/shared/tools/moodle-lti")
 sys.path.insert(0, HARNESS)
+import drive  # noqa: E402
 from drive import (MOODLE, TOOL, _open_launch, browser_ctx, moodle_login,  # noqa: E402
                    set_field, shot)
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 REFUSED_ELSEWHERE = "did not start in this browser"
+if os.environ.get("LTI_TLS_SPKI"):  # HTTPS leg: Chromium trusts the local test CA's server key
+    def browser_ctx(p):  # noqa: F811 - drive.py's, with that key trusted
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
+            "--no-sandbox", "--ignore-certificate-errors-spki-list=" + os.environ["LTI_TLS_SPKI"]])
+        return browser, browser.new_context(viewport={"width": 1366, "height": 900})
+    drive.browser_ctx = browser_ctx
 
 
 def ok(what: str, evidence="") -> None:
@@ -122,7 +130,7 @@ def _signed_out_page(page) -> bool:
 def _tool_cookies_partitioned(ctx) -> tuple[bool, list]:
     cookies = ctx.cookies(TOOL)
     names = [c["name"] for c in cookies]
-    return all(n.startswith("attn_frame_") and c.get("sameSite") == "None"
+    return all(n.startswith("attn_frame_") and c.get("sameSite") == "None" and c.get("secure")
                for n, c in zip(names, cookies)), names
 
 
@@ -234,7 +242,7 @@ def embed(args):
             check(status == "done" and score and float(score.group(1)) == args.expect,
                   "graded inside the frame", score.group(0) if score else status)
         partitioned, names = _tool_cookies_partitioned(ctx)
-        check(partitioned, "the tool's only cookies are partitioned frame bindings", names)
+        check(partitioned, "the tool's only cookies are Secure, partitioned frame bindings", names)
         check(not refused, "no framing refusal in the browser", refused)
         if args.copy:
             other = browser.new_context().new_page()
@@ -383,13 +391,16 @@ def main():
     a = sub.add_parser("captured-launch")
     a.add_argument("--cmid", type=int, required=True, help="a new-window activity")
     a.add_argument("--embedded-cmid", type=int, help="an embedded activity")
+    a = sub.add_parser("gradebook", help="drive.py's, in this module's browser")
+    a.add_argument("--course", type=int, required=True)
+    a.add_argument("--tag", default="90-gradebook-more")
     a = sub.add_parser("dynreg")
     a.add_argument("--url", required=True)
     a.add_argument("--expect", choices=("registered", "refused"), default="registered")
     args = ap.parse_args()
     {"dl-dialog": dl_dialog, "dl-answered": dl_answered, "copied-picker": copied_picker,
      "frame-scope": frame_scope, "embed": embed, "quiz": quiz,
-     "captured-launch": captured_launch, "dynreg": dynreg}[args.cmd](args)
+     "captured-launch": captured_launch, "dynreg": dynreg, "gradebook": drive.gradebook}[args.cmd](args)
 
 
 if __name__ == "__main__":

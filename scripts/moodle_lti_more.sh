@@ -17,6 +17,10 @@
 #      it without a new submission (one account per LMS person), student2's new submission
 #      passes back through the new registration; the same URL pasted again is refused with a
 #      reason Moodle shows
+#   H. with LTI_HTTPS=1, HTTPS end to end: a local test CA (moodle_lti_tls.sh), Moodle and
+#      the grader behind TLS proxies (tls_proxy.py), the grader with ATTN_GRADER_HTTPS and
+#      no plain-HTTP LMS URLs; dynamic registration, a deep-linked embedded activity, a
+#      submission inside the frame and its passback, all over HTTPS; Secure cookies only
 # Run from the checkout:  MOODLE_GIT=<bare git dir> bash scripts/moodle_lti_more.sh
 # The grader is the checkout's own (.venv/bin/attn-grader; made with `make install` when a
 # fresh clone has none), or GRADER_BIN. Exit status: the number of failed checks.
@@ -50,7 +54,7 @@ passback() {  # send what the outbox holds now (serve's sender also runs every 5
   sleep "${1:-10}"
 }
 
-if [ "${SKIP_HARNESS:-0}" != 1 ]; then
+if [ "${SKIP_HARNESS:-0}" != 1 ] && [ "${LTI_ONLY_HTTPS:-0}" != 1 ]; then
   step "0. the shared harness, as it is (its log: /tmp/lti/run_all.log)"
   mkdir -p /tmp/lti
   (cd "$ROOT" && MOODLE_GIT=${MOODLE_GIT:?set MOODLE_GIT} GRADER_BIN=$GRADER_BIN \
@@ -64,6 +68,7 @@ TYPEID=$(sql "select min(id) from mdl_lti_types")
 HARNESS_CMID=$(sql "select min(cm.id) from mdl_course_modules cm join mdl_modules m on m.id=cm.module and m.name='lti'")
 echo "course $COURSE, manually registered tool type $TYPEID, the harness's activity cmid $HARNESS_CMID"
 
+if [ "${LTI_ONLY_HTTPS:-0}" != 1 ]; then  # LTI_ONLY_HTTPS=1: the HTTPS leg alone, on a set-up Moodle
 step "A. deep linking in Moodle's Select content dialog: 'mha'"
 run $MORE dl-dialog --course "$COURSE" --typeid "$TYPEID" --slug mha --state /tmp/lti/dl-mha.json
 DL_CMID=$(last_cmid)
@@ -122,9 +127,51 @@ print("yes" if len(people) == 1 and work >= 2 else f"accounts {people}, submissi
 EOF
 )" yes
 run $MORE dynreg --url "$URL" --expect refused
+fi
+
+if [ "${LTI_HTTPS:-0}" = 1 ]; then
+  step "H. HTTPS end to end: a local CA, Moodle and the grader behind TLS, Secure cookies"
+  TLS=/tmp/lti/tls WWW=${MOODLE_WWW:-/tmp/moodle/www}
+  bash "$HERE/moodle_lti_tls.sh" "$TLS"
+  cp "$TLS/bundle.pem" "$(sed -n "s/^\$CFG->dataroot *= *'\(.*\)';/\1/p" "$WWW/config.php")/moodleorgca.crt"  # Moodle's cURL
+  export REQUESTS_CA_BUNDLE=$TLS/bundle.pem  # the grader's requests (JWKS, tokens, scores)
+  LTI_TLS_SPKI=$(openssl x509 -in "$TLS/server.crt" -pubkey -noout | openssl pkey -pubin -outform der \
+    | openssl dgst -sha256 -binary | base64)
+  export LTI_TLS_SPKI  # Chromium trusts that certificate's key (moodle_lti_more.py)
+  for pair in 127.0.0.1:8443=127.0.0.1:8800 127.0.0.1:5443=127.0.0.1:5095; do
+    setsid "$GRADER_PY" "$HERE/tls_proxy.py" --listen "${pair%%=*}" --to "${pair#*=}" \
+      --cert "$TLS/server.crt" --key "$TLS/server.key" >> /tmp/lti/tls-proxy.log 2>&1 &
+    echo $! >> /tmp/lti/tls-proxy.pids
+  done
+  # Moodle at https://127.0.0.1:8443 (a new issuer: to the grader, another LMS)
+  sed -i "s#^\$CFG->wwwroot .*#\$CFG->wwwroot   = 'https://127.0.0.1:8443';\n\$CFG->sslproxy = true;\n\$CFG->reverseproxy = true;#" "$WWW/config.php"
+  php "$WWW/admin/cli/purge_caches.php"
+  # the grader behind its proxy, as deployed: HTTPS on, proxy trusted, no plain-HTTP LMS URLs
+  kill -- -"$(cat /tmp/lti/grader.pid)" 2>/dev/null; sleep 5
+  export ATTN_GRADER_HTTPS=true ATTN_GRADER_TRUSTED_PROXIES=1 ATTN_GRADER_LTI_ALLOW_HTTP=false \
+         ATTN_GRADER_RECONCILE_SECONDS=5
+  setsid "$GRADER_BIN" serve --host 127.0.0.1 --port 5095 --workers 1 > /tmp/lti/grader-https.log 2>&1 &
+  echo $! > /tmp/lti/grader.pid
+  for _ in $(seq 90); do curl -sf --cacert "$TLS/ca.crt" -o /dev/null https://localhost:5443/lti/jwks && break; sleep 1; done
+  export MOODLE=https://127.0.0.1:8443 TOOL=https://localhost:5443
+  expect "Moodle answers over HTTPS with the test CA's certificate" \
+    "$(curl -s --cacert "$TLS/ca.crt" -o /dev/null -w '%{http_code}' "$MOODLE/login/index.php")" 200
+  URL=$("$GRADER_BIN" lti registration-url --base-url "$TOOL")
+  run $MORE dynreg --url "$URL" --expect registered
+  TLS_TYPE=$(sql "select max(id) from mdl_lti_types")
+  expect "Moodle's tool type over HTTPS" "$(sql "select substr(baseurl, 1, 8) from mdl_lti_types where id=$TLS_TYPE")" "https://"
+  expect "the grader's platform for Moodle over HTTPS" \
+    "$("$GRADER_BIN" lti platforms list | grep -c 'https://127.0.0.1:8443')" 1
+  run $MORE dl-dialog --course "$COURSE" --typeid "$TLS_TYPE" --slug sdpa --embed
+  TLS_CMID=$(last_cmid)
+  run $MORE embed --user student2 --cmid "$TLS_CMID" --submit "$HARNESS/sdpa_correct.py" --expect 100 --copy
+  passback 15
+  expect "passback over HTTPS" "$(grade "$TLS_CMID" student2)" 100.00
+  echo "stop the TLS proxies: kill \$(cat /tmp/lti/tls-proxy.pids)"
+fi
 
 step "F. Moodle's grader report"
-$PY "$HARNESS/drive.py" gradebook --course "$COURSE" --tag 90-gradebook-more | tail -8
+$MORE gradebook --course "$COURSE" | tail -8
 echo
 echo "failed checks: $FAILED"
 exit "$FAILED"
