@@ -5,6 +5,7 @@ from alembic import context
 
 from web.config import load_config
 from web.db import make_engine
+from web.lti import models as _lti_models  # noqa: F401 (the LTI plug-in's tables)
 from web.models import Base
 
 config = context.config

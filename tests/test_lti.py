@@ -114,6 +114,40 @@ def test_launch_submit_grade_and_the_platform_receives_the_best_score(lti):
         assert user.role == "student" and user.password_hash is None
 
 
+def test_a_second_registration_of_the_same_lms_reaches_the_same_account(lti):
+    """LTI's ``sub`` is unique per issuer: after the LMS registers the tool again (dynamic
+    registration beside the manual one), its students keep their accounts and scores, and
+    their best score goes to the new registration's links (review 3, M3)."""
+    from web.lti import platforms
+    from web.lti.models import LtiPlatform, LtiUser
+    from web.models import User
+
+    env, tool, platform = lti
+    browser = requests.Session()
+    launch(browser, platform, "lms-ada", link="link-sdpa", lineitem="li-sdpa",
+           custom={"attn_grader_assignment": "sdpa"})
+    submit(browser, tool, "/tasks/sdpa", "# SCORE=7\n")
+    assert grade_queued(env) == 1
+    with db_session(env) as session:
+        first = session.query(LtiPlatform).one()
+        first.client_id = "the-manual-registration"  # the LMS now launches as another client
+        platforms.add_platform(session, allow_http=True, **platform.tool_registration())
+        session.commit()
+
+    again = requests.Session()
+    response = launch(again, platform, "lms-ada", link="link-sdpa-2", lineitem="li-sdpa-2",
+                      custom={"attn_grader_assignment": "sdpa"})
+    assert response.status_code == 303
+    assert "Attempt 1" in again.get(tool.url + "/submissions/1").text  # her own, earlier work
+    assert len(send(env).sent) == 2  # her best score, to both registrations' links
+    assert sorted(s["lineitem"] for s in platform.scores_for("lms-ada")) == ["li-sdpa", "li-sdpa-2"]
+    with db_session(env) as session:
+        [person] = session.query(LtiUser).all()
+        assert (person.issuer, person.sub) == (platform.url, "lms-ada")
+        assert person.platform.client_id == "attn-grader-client"  # the last registration used
+        assert session.query(User).filter(User.email.like("%lti.invalid")).count() == 0
+
+
 def test_scores_wait_while_the_lms_is_down_and_arrive_in_order_when_it_is_back(lti):
     from web.lti.models import LtiScoreSync
     from web.models import utcnow

@@ -104,7 +104,7 @@ def _linked_student(env, kind="task"):
                                 key_set_url="https://lms.example.edu/k")
         user = session.query(User).filter_by(email="ada@example.org").one()
         assignment = find_assignment(session, "sdpa" if kind == "task" else "quiz")
-        session.add(LtiUser(platform=platform, sub="lms-ada", user=user))
+        session.add(LtiUser(issuer=platform.issuer, platform=platform, sub="lms-ada", user=user))
         session.add(LtiResourceLink(platform=platform, resource_link_id="rl", deployment_id="d",
                                     assignment=assignment,
                                     ags={"scope": [SCORE_SCOPE],

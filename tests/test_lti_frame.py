@@ -43,7 +43,11 @@ def test_content_selection_in_the_lms_dialog_without_cookies(lti):
     browser = _frame_browser()
     response, (action, fields) = _framed_launch(browser, platform, "lms-prof", kind="deeplink")
     assert response.status_code == 303, response.text
-    assert "Set-Cookie" not in response.headers  # nothing the frame could not keep anyway
+    # One cookie only, the frame session's partitioned binding (a browser without CHIPS drops it)
+    [cookie] = response.raw.headers.getlist("Set-Cookie")
+    assert cookie.startswith("attn_frame_")
+    assert {"Secure", "HttpOnly", "SameSite=None", "Partitioned"} <= {
+        part.strip() for part in cookie.split(";")}
     picker_url = tool.url + response.headers["Location"]
     token = re.search(r"lti_frame=([^&]+)", picker_url).group(1)
 
@@ -52,7 +56,8 @@ def test_content_selection_in_the_lms_dialog_without_cookies(lti):
     assert _frame_ancestors(page) == platform.url  # the platform's origin, and only it
     assert "X-Frame-Options" not in page.headers
     form_action = re.search(r'<form method="post" action="([^"]+)" class="card"', page.text).group(1)
-    assert f"lti_frame={token}" in form_action.replace("&amp;", "&")
+    form_token = re.search(r"lti_frame=([^&]+)", form_action.replace("&amp;", "&")).group(1)
+    assert form_token != token  # each page's links carry a fresh token of the same session
 
     # The token is the authority: without it, or with one altered, the page is not served.
     assert requests.get(picker_url.split("?")[0], allow_redirects=False).status_code == 302
@@ -186,7 +191,14 @@ def test_a_framed_launch_across_two_sites_in_chromium(two_sites):
     inner.click("#submit-quiz button[type=submit]")
     inner.wait_for_url("**/quiz/attempts/**")
     assert refused == []  # the browser never blocked a framed page
-    assert page.context.cookies(tool.url) == []  # nothing of the tool stored: no cookies needed
+    # Of the tool, only the frame session's binding, kept in the LMS site's partition (CHIPS)
+    kept = page.context.cookies(tool.url)
+    assert [c["name"][:len("attn_frame_")] for c in kept] == ["attn_frame_"], kept
+    assert kept[0]["sameSite"] == "None" and kept[0]["secure"]
+    # The frame's URL copied into another browser (a fresh context) is refused there.
+    elsewhere = browser.new_context().new_page()
+    elsewhere.goto(inner.url)
+    assert "/sign-in" in elsewhere.url
 
     # An instructor launched in a new window (top level: cookies as usual) reads the LTI
     # settings page on a 390 px phone, at its address with a trailing slash, without
@@ -199,3 +211,57 @@ def test_a_framed_launch_across_two_sites_in_chromium(two_sites):
     phone.goto(f"{tool.url}/instructor/lti/")
     phone.locator("#registration-url").wait_for()
     assert phone.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+
+
+# ---- login CSRF: the cookie-less state only inside a frame ----------------------------------
+
+def test_a_captured_launch_posted_from_another_browser_is_refused(lti):
+    """Someone starts a launch of their own, holds its POST and has another browser post it
+    (an auto-submitting form on any page): without the state cookie, outside a frame, it
+    must not sign that browser in (review 3, H6)."""
+    env, tool, platform = lti
+    custom = '{"attn_grader_assignment": "sdpa"}'
+    # Captured in a frame (the login was framed), posted top-level elsewhere: refused.
+    page = _frame_browser().get(f"{platform.url}/start", params={
+        "user": "lms-ada", "link": "link-sdpa", "custom": custom})
+    action, fields = _form(page.text)
+    victim = requests.Session()
+    posted = victim.post(action, data=fields, allow_redirects=False)
+    assert posted.status_code == 400 and "did not start in this browser" in posted.text
+    assert not victim.cookies  # not signed in
+    # Captured top-level (the state cookie stayed with its browser), posted into a frame
+    # elsewhere: the login was not framed, so the cookie-less path is closed too.
+    page = requests.Session().get(f"{platform.url}/start", params={
+        "user": "lms-ada", "link": "link-sdpa", "custom": custom})
+    action, fields = _form(page.text)
+    posted = _frame_browser().post(action, data=fields, allow_redirects=False)
+    assert posted.status_code == 400 and "did not start in this browser" in posted.text
+    # A framed launch posted by a page of another site (its Origin) is refused as well.
+    page = _frame_browser().get(f"{platform.url}/start", params={
+        "user": "lms-ada", "link": "link-sdpa", "custom": custom})
+    action, fields = _form(page.text)
+    posted = _frame_browser().post(action, data=fields, allow_redirects=False,
+                                   headers={"Origin": "https://evil.example"})
+    assert posted.status_code == 400 and "did not come from the LMS" in posted.text
+
+
+# ---- sign-out inside a frame -----------------------------------------------------------------
+
+def test_signing_out_inside_a_frame_then_following_a_link_shows_the_sign_in_page(lti):
+    """Flask-Login's lazily translated "Please sign in" is flashed into the frame session
+    after sign-out; it must be stored, not answer 500 (review 3, M5)."""
+    env, tool, platform = lti
+    browser = _frame_browser()
+    response, _ = _framed_launch(browser, platform, "lms-ada", link="link-sdpa",
+                                 custom='{"attn_grader_assignment": "sdpa"}')
+    task_url = tool.url + response.headers["Location"]
+    page = browser.get(task_url)
+    sign_out = re.search(r'<form[^>]*action="([^"]*/sign-out[^"]*)"', page.text).group(1)
+    out = browser.post(tool.url + sign_out.replace("&amp;", "&"),
+                       data={"csrf_token": _csrf(page.text)}, allow_redirects=False)
+    assert out.status_code == 302 and "/sign-in" in out.headers["Location"]
+    again = browser.get(task_url, allow_redirects=False)
+    assert again.status_code == 302 and "/sign-in" in again.headers["Location"]
+    shown = browser.get(tool.url + again.headers["Location"]
+                        if again.headers["Location"].startswith("/") else again.headers["Location"])
+    assert shown.status_code == 200 and "Please sign in to see that page." in shown.text

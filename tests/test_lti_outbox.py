@@ -21,7 +21,7 @@ def _link_ada(service) -> int:
                                 auth_token_url="https://lms.example.edu/token",
                                 key_set_url="https://lms.example.edu/jwks")
         ada = session.get(User, service.people["ada"]["id"])
-        session.add(LtiUser(platform=platform, sub="lms-ada", user=ada))
+        session.add(LtiUser(issuer=platform.issuer, platform=platform, sub="lms-ada", user=ada))
         session.add(LtiResourceLink(platform=platform, resource_link_id="rl-1",
                                     deployment_id="d", assignment=find_assignment(session, "sdpa"),
                                     ags={"scope": [SCORE_SCOPE],

@@ -67,9 +67,13 @@ def test_one_paste_registers_the_platform_and_its_launches_work(unregistered):
     launched = browser.post(action, data=fields, allow_redirects=False)
     assert launched.status_code == 303 and launched.headers["Location"].endswith("/tasks/sdpa")
 
-    # The URL works once.
+    # The URL works once; the refusal is readable inside the LMS's registration panel (framable
+    # by the LMS that opened it), not a broken frame.
     again = requests.get(url, params=params)
     assert again.status_code == 400 and "already used" in again.text
+    assert re.search(r"frame-ancestors " + re.escape(platform.url) + "(;|$)",
+                     again.headers["Content-Security-Policy"])
+    assert "X-Frame-Options" not in again.headers
 
 
 def test_registration_needs_a_genuine_url_and_a_consistent_platform(unregistered):

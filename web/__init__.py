@@ -64,6 +64,9 @@ def create_app(config: dict | None = None) -> Flask:
         from . import pages
 
         pages.register(app)
+    # LTI (LMS launches, grade passback): a plug-in with its own pages and session hooks.
+    from . import lti
+    lti.init_app(app)
     return app
 
 

@@ -439,8 +439,3 @@ class SimilarityReport(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
 
     assignment: Mapped[Assignment] = relationship()
-
-# The LTI tables live next to the LTI code; importing them here puts them on Base.metadata
-# wherever the models are used (migrations, the model/migration comparison). A module, not
-# names: web.lti.models may be the first of the two imported (it imports this one).
-from .lti import models as _lti_models  # noqa: E402,F401

@@ -88,6 +88,8 @@ class GradingWorker:
     def __init__(self, engine: Engine, config: dict, grade_fn=None, name: str | None = None,
                  on_stuck=None, quiz_grade_fn=None):
         self.engine, self.config = engine, config
+        from ..lti import init_engine
+        init_engine(engine)  # the scores it records go to the LMS passback outbox too
         self.grade_fn = grade_fn or load_grade_function(config["GRADE_FUNCTION"])
         # quiz code answers: f(question_id, seed, code, lang, sandbox=) -> AnswerResult dict
         self.quiz_grade_fn = quiz_grade_fn or load_grade_function(

@@ -42,11 +42,16 @@ class LtiPlatform(Base):
 
 
 class LtiUser(Base):
-    """A platform's user id (the launch's ``sub``) mapped to one of our accounts."""
+    """A person of an LMS (the launch's ``sub``, unique per issuer in LTI) mapped to one of our
+    accounts. Keyed by issuer, not by registration: a second registration of the same LMS
+    (dynamic registration beside a manual one, another deployment) reaches the same account."""
     __tablename__ = "lti_users"
-    __table_args__ = (UniqueConstraint("platform_id", "sub", name="uq_lti_users_platform_sub"),)
+    __table_args__ = (UniqueConstraint("issuer", "sub", name="uq_lti_users_issuer_sub"),)
     id: Mapped[int] = mapped_column(primary_key=True)
-    platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"))
+    issuer: Mapped[str] = mapped_column(String(255))
+    # the registration that last launched (or listed) the person; kept when it is removed
+    platform_id: Mapped[int | None] = mapped_column(
+        ForeignKey("lti_platforms.id", ondelete="SET NULL"))
     sub: Mapped[str] = mapped_column(String(255))
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     # What the LMS says of the person, refreshed at each launch and roster sync (identity.py):
@@ -57,7 +62,7 @@ class LtiUser(Base):
     given_name: Mapped[str | None] = mapped_column(String(200))
     family_name: Mapped[str | None] = mapped_column(String(200))
 
-    platform: Mapped[LtiPlatform] = relationship()
+    platform: Mapped[LtiPlatform | None] = relationship()
     user: Mapped[User] = relationship()
 
 
@@ -136,7 +141,3 @@ class LtiLaunchData(Base):
     key: Mapped[str] = mapped_column(String(255), primary_key=True)
     value: Mapped[object | None] = mapped_column(JSON)
     expires_at: Mapped[datetime] = mapped_column(DateTime, index=True)
-
-
-# Registered with the tables, so every process that stores scores also queues their passback.
-from . import hooks  # noqa: E402,F401

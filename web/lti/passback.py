@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 from ..db import session_factory, write_session
 from ..models import Assignment, QuizAttempt, Submission, utcnow
 from .keys import signing_key
-from .models import LtiResourceLink, LtiScoreSync, LtiUser
+from .models import LtiPlatform, LtiResourceLink, LtiScoreSync, LtiUser
 from .toolconf import http_session, registration_for
 
 log = logging.getLogger(__name__)
@@ -74,8 +74,8 @@ def queue_best_score(session: Session, user_id: int, assignment_id: int, now=Non
     now = now or utcnow()
     links = session.execute(
         select(LtiResourceLink, LtiUser.sub)
-        .join(LtiUser, and_(LtiUser.platform_id == LtiResourceLink.platform_id,
-                            LtiUser.user_id == user_id))
+        .join(LtiPlatform, LtiPlatform.id == LtiResourceLink.platform_id)
+        .join(LtiUser, and_(LtiUser.issuer == LtiPlatform.issuer, LtiUser.user_id == user_id))
         .where(LtiResourceLink.assignment_id == assignment_id)).all()
     changed = 0
     for link, sub in links:

@@ -1,6 +1,7 @@
 """Who and what an LTI message is about: accounts, enrollments, contexts and placed links.
 
-A platform user (``sub``) always maps to the same account. Accounts made here have no
+A platform user (``sub``, unique per issuer) always maps to the same account, whichever
+registration or deployment of that LMS launches them. Accounts made here have no
 password (they sign in through the LMS) and are never matched to an existing account by
 e-mail: an LMS may send any address, and that must not open someone else's account.
 """
@@ -43,8 +44,8 @@ def role_from_claims(roles: list[str]) -> str:
 
 
 def _placeholder_email(platform: LtiPlatform, sub: str) -> str:
-    digest = hashlib.sha256(f"{platform.id}:{sub}".encode()).hexdigest()[:20]
-    return f"lti-{platform.id}-{digest}@{PLACEHOLDER_DOMAIN}"
+    digest = hashlib.sha256(f"{platform.issuer}\n{sub}".encode()).hexdigest()[:24]
+    return f"lti-{digest}@{PLACEHOLDER_DOMAIN}"
 
 
 def ensure_user(session: Session, platform: LtiPlatform, sub: str, *, email: str | None,
@@ -55,7 +56,7 @@ def ensure_user(session: Session, platform: LtiPlatform, sub: str, *, email: str
     its user id, SIS id, login id and name parts (``identity.record_person``)."""
     if not sub:
         raise LaunchRejected(gettext("the launch names no user (anonymous launches are not supported)"))
-    link = session.scalar(select(LtiUser).where(LtiUser.platform_id == platform.id,
+    link = session.scalar(select(LtiUser).where(LtiUser.issuer == platform.issuer,
                                                 LtiUser.sub == sub))
     if link is None:
         address = (email or "").strip().lower()
@@ -65,9 +66,10 @@ def ensure_user(session: Session, platform: LtiPlatform, sub: str, *, email: str
                     role=role, password_hash=None)
         session.add(user)
         session.flush()
-        link = LtiUser(platform=platform, sub=sub, user=user)
+        link = LtiUser(issuer=platform.issuer, platform=platform, sub=sub, user=user)
         session.add(link)
         session.flush()
+    link.platform = platform
     record_person(link, claims or {})
     user = link.user
     if role == "instructor" and user.role != "instructor":

@@ -16,6 +16,8 @@ _REASONS = (
     ("Signature has expired", _l("This launch link has expired (an LMS launch is valid for "
                                  "about a minute).")),
     ("State not found", _l("This launch did not start here or took too long.")),
+    ("State cookie missing outside a frame", _l("This launch did not start in this browser "
+                                                "(its sign-in cookie is missing).")),
     ("Missing state param", _l("This launch did not start here or took too long.")),
     ("Signature verification failed", _l("The LMS's signature on this launch does not match: "
                                          "it may have been altered on the way.")),

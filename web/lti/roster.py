@@ -53,7 +53,7 @@ def sync_roster(session: Session, context: LtiContext, *, http=None) -> RosterRe
             continue
         role = role_from_claims(member.get("roles") or [])
         if (member.get("status") or "Active") != "Active":
-            link = session.scalar(select(LtiUser).where(LtiUser.platform_id == platform.id,
+            link = session.scalar(select(LtiUser).where(LtiUser.issuer == platform.issuer,
                                                         LtiUser.sub == sub))
             if link is not None:
                 result.removed += session.execute(delete(Enrollment).where(

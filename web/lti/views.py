@@ -32,7 +32,7 @@ from ..pages.forms import ActionForm
 from ..pages.helpers import db, instructor_required
 from ..security import content_security_policy
 from ..services.courses import default_course, find_assignment, points_possible
-from . import frame, keys, passback, platforms, provision, refusals, registration, roster
+from . import frame, keys, oidc_state, passback, platforms, provision, refusals, registration, roster
 from .forms import DeepLinkForm, DeploymentsForm, PlatformForm
 from .models import LtiContext
 from .toolconf import DatabaseLaunchData, DatabaseToolConf, http_session
@@ -71,7 +71,7 @@ def _launch_storage():
 def login():
     conf = DatabaseToolConf(db())
     keys.signing_key(db())  # generated on the first login, stored with this request
-    oidc = frame.StateRecordingLogin(FlaskRequest(), conf, launch_data_storage=_launch_storage())
+    oidc = oidc_state.StateRecordingLogin(FlaskRequest(), conf, launch_data_storage=_launch_storage())
     oidc.db = db()
     try:
         # Always our own launch URL: the LMS checks it against the registered redirect URIs.
@@ -97,7 +97,7 @@ def _claimed_issuer() -> tuple[str | None, str | None]:
 def launch():
     session = db()
     conf = DatabaseToolConf(session)
-    message = frame.StateCheckingLaunch(FlaskRequest(), conf,
+    message = oidc_state.StateCheckingLaunch(FlaskRequest(), conf,
                                         launch_data_storage=_launch_storage(),
                                         requests_session=http_session())
     message.db = session
@@ -107,9 +107,13 @@ def launch():
     except (LtiException, LookupError) as exc:
         session.rollback()  # a refused launch uses up neither its state nor its nonce
         return _refuse_exc(exc, _named_platform(conf, *_claimed_issuer()))
-    # In a frame of the LMS's page (or wherever the state cookie did not come along) the
-    # browser keeps no cookie of ours: the launch goes on in a frame session.
-    framed = frame.in_a_frame() or not message.state_from_cookie
+    # In a frame of the LMS's page the browser may keep no cookie of ours: the launch goes
+    # on in a frame session (a launch without its state cookie is accepted only framed).
+    framed = frame.in_a_frame()
+    if not message.state_from_cookie and not oidc_state.posted_by(platform, body):
+        session.rollback()
+        return _refuse(gettext("This launch did not come from the LMS's page.") + " "
+                       + str(refusals.AGAIN), platform=platform)
     try:
         user, course, context, role = provision.launch_user(session, platform, body)
         if message.is_deep_link_launch():
@@ -130,11 +134,14 @@ def launch():
         frame.start(session, user_id=user.id, launch_id=message.get_launch_id(),
                     origins=frame.platform_origins(platform, body), deep_link=deep_link)
     session.commit()
-    if not framed:
+    response = redirect(url_for(target[0], **target[1]), code=303)
+    if framed:
+        frame.set_binding_cookie(response)
+    else:
         login_user(user)
         if deep_link:  # only this browser may answer this content selection
             browser_session["lti_deep_link"] = deep_link
-    return redirect(url_for(target[0], **target[1]), code=303)
+    return response
 
 
 def _assignment_endpoint(assignment) -> tuple[str, dict]:
@@ -199,12 +206,14 @@ def register(token: str):
     in a frame of its own page, with ``openid_configuration`` and ``registration_token``."""
     session = db()
     config_url = request.args.get("openid_configuration", "")
+    # Framable by the LMS that opened it (its own page shows this one), also when refused:
+    # a refusal it cannot show would leave its administrator a broken-frame icon. Its issuer's
+    # origin is added once it is known.
+    frame.allow_framing_by(frame.platform_origins_of([config_url]))
     try:
         registration.read_token(session, current_app.secret_key, token)
     except registration.RegistrationRefused as exc:
         return _refuse(gettext("This registration URL cannot be used: %(reason)s.", reason=exc))
-    # Framable by the LMS that opened it; its issuer's origin is added once it is known.
-    frame.allow_framing_by(frame.platform_origins_of([config_url]))
     keys.signing_key(session)
     try:
         done = registration.register(

@@ -18,7 +18,6 @@ from . import helpers
 
 def register(app: Flask) -> None:
     from ..extensions import login_manager
-    from ..lti.views import bp as lti_bp
     from . import auth, instructor, quiz, roster, signup_admin, similarity, student
 
     login_manager.login_view = "auth.sign_in"
@@ -26,10 +25,8 @@ def register(app: Flask) -> None:
     login_manager.login_message_category = "info"
 
     for blueprint in (auth.bp, student.bp, quiz.bp, instructor.bp, roster.bp, signup_admin.bp,
-                      similarity.bp, lti_bp):
+                      similarity.bp):
         app.register_blueprint(blueprint)
-    from ..lti import frame
-    frame.init_app(app)  # LTI pages inside the LMS's page: a session carried by the URLs
 
     app.jinja_env.filters.update(
         when=helpers.format_when, score=helpers.format_score, points=helpers.format_points, percent=helpers.format_percent,
