@@ -13,9 +13,9 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from . import GRADER_VERSION
+from . import GRADER_VERSION, bounded
 from .checks.base import Context, Fail, StudentFailure, clean_traceback
-from .source import SourceTooDeep, foreign_coding, parse_python, submission_text
+from .source import foreign_coding, submission_text
 from .causes import charge_once, summary
 from .jsonsafe import json_safe
 from .checks.fingerprint import fresh_samples, kernel_output
@@ -193,21 +193,13 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         return fail_load("load.source", T("the file is not valid Unicode text (character {position} is half "
                                           "of a surrogate pair): save it as UTF-8", position=exc.start))
     try:
-        parse_python(source)
-    except SourceTooDeep:
-        return fail_load("load.source", T("Python cannot parse your file: expressions or blocks nest too deeply "
-                                          "for its parser (thousands of operators, brackets or attributes in "
-                                          "one chain); split them into shorter statements"))
-    except SyntaxError as exc:
-        where = syntax_error_place(exc)
-        message = T("Python cannot parse your file: {error} (line {line}, column {column})", error=exc.msg,
-                    line=exc.lineno, column=exc.offset) if exc.offset and exc.lineno else \
-            T("Python cannot parse your file: {error} (line {line})", error=exc.msg, line=exc.lineno) \
-            if exc.lineno else T("Python cannot parse your file: {error}", error=exc.msg)
-        return fail_load("load.source", message, where)
-    except Exception as exc:  # null bytes (ValueError), and whatever else the parser may raise
-        return fail_load("load.source", T("Python cannot parse your file: {error}",
-                                          error=str(exc) or type(exc).__name__))
+        problem = bounded.parse(source)  # in a limited process of its own: see bounded.py
+    except bounded.BoundExceeded as exc:
+        return fail_load("load.source", T("the grader could not parse your file within its limits ({detail}): "
+                                          "a solution needs far less; remove generated or pasted code",
+                                          detail=exc.detail or exc.what), {"bound": exc.what})
+    if problem:
+        return fail_load("load.source", *_parse_failure(problem))
     add("load.source", True, T("valid UTF-8 Python"))
     coding = foreign_coding(source)
 
@@ -247,6 +239,30 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         _finish(report, session, report)
     report.timings["total_s"] = round(time.monotonic() - started, 3)
     return report
+
+
+def _parse_failure(problem: dict) -> tuple:
+    """The student's message (and details) for a file ``bounded.parse`` refused."""
+    error = problem["error"]
+    if error == "deep":
+        return T("Python cannot parse your file: expressions or blocks nest too deeply for its parser "
+                 "(thousands of operators, brackets or attributes in one chain); split them into shorter "
+                 "statements"), {}
+    if error in ("size", "nodes"):
+        what = T("{count} bytes, at most {limit}", count=problem["count"], limit=problem["limit"]) \
+            if error == "size" else \
+            T("{count} syntax nodes, at most {limit}", count=problem["count"], limit=problem["limit"])
+        return T("your file is too large for the grader to analyse ({what}): a solution needs far less; "
+                 "remove generated or pasted code", what=what), {"bound": error}
+    if error == "value":  # null bytes
+        return T("Python cannot parse your file: {error}", error=problem["msg"]), {}
+    exc = SyntaxError(problem["msg"], ("submission.py", problem["lineno"], problem["offset"], problem["text"],
+                                       problem["end_lineno"], problem["end_offset"]))
+    message = T("Python cannot parse your file: {error} (line {line}, column {column})", error=exc.msg,
+                line=exc.lineno, column=exc.offset) if exc.offset and exc.lineno else \
+        T("Python cannot parse your file: {error} (line {line})", error=exc.msg, line=exc.lineno) \
+        if exc.lineno else T("Python cannot parse your file: {error}", error=exc.msg)
+    return message, syntax_error_place(exc)
 
 
 def syntax_error_place(exc: SyntaxError) -> dict:
