@@ -318,6 +318,8 @@ def _finish(report, session, result):
 # function returning zeros or the mean of the values has rows that sum to 1, is batch-
 # independent and has consistent gradients, and must not earn those points).
 UNGATED = ("load", "forbidden", "output")
+# The checks that read the source without running it: what they find the run must confirm.
+STATIC_SCANS = ("forbidden.static", "forbidden.autograd_source")
 
 
 def _run_one(ctx, check, add, per_check) -> bool | None:
@@ -341,10 +343,10 @@ def _run_one(ctx, check, add, per_check) -> bool | None:
     except Exception as exc:  # a grader bug must not take the other checks down
         details = {"internal_error": f"{type(exc).__name__}: {exc}"[:500]}
         if check.family == "forbidden":
-            # A file the scan cannot finish on (a 900-deep attribute chain, say) is not thereby
-            # clean: what cannot be checked for built-in attention is not graded.
-            message = T("the grader could not finish checking your file for built-in attention ({error}), so "
-                        "nothing is graded: simplify the code it stopped on", error=type(exc).__name__)
+            # A file a forbidden check cannot finish on is not thereby clean: it counts as a detection
+            # (for a source scan alone, one the run must confirm: _unconfirmed_static).
+            message = T("the grader could not finish checking your file for built-in attention ({error}): "
+                        "simplify the code it stopped on", error=type(exc).__name__)
             details["detected"] = True
         else:
             message = T("the grader could not run this check ({error}); please report it", error=type(exc).__name__)
@@ -375,6 +377,28 @@ def _with_needs(checks: list, only: str) -> list:
             keep.add(cid)
             todo.extend(getattr(by_id[cid], "needs", ()))
     return [c for c in checks if c.id in keep]
+
+
+def _unconfirmed_static(report, session) -> None:
+    """A static finding the run contradicts costs its own check's points, nothing more.
+
+    Where the sandbox keeps built-in attention and autograd trapped in machine code (the backend's
+    ``run_confirms``: seccomp forbids undoing the trap), and the parent compares every output with
+    torch's kernels, a finding of the source scans alone (a name that looks like torch's, a scan
+    that could not finish) is confirmed only by the run: a trap or block that fired, a fingerprint
+    that matched, a backward in the trace (any other ``forbidden.*`` check's detection). Without
+    that, the scan's check keeps its failure, no longer counts as a detection (which zeroes every
+    family), and its message says the run did not confirm it. Where the child can undo the trap
+    (``--sandbox none`` or ``local``, a student's own pre-check) the static finding zeroes as before."""
+    if not getattr(session.backend, "run_confirms", False) or any(
+            c.details.get("detected") for c in report.checks
+            if c.id.startswith("forbidden.") and c.id not in STATIC_SCANS):
+        return
+    for c in report.checks:
+        if c.id in STATIC_SCANS and c.details.get("detected"):
+            c.details["detected"], c.details["unconfirmed_by_run"] = False, True
+            c.message += T(" (the run did not confirm it: nothing forbidden ran, nothing was blocked and no output "
+                           "matched torch's kernels, so only this check's points are lost)")
 
 
 def _apply_gates(report, t) -> None:
@@ -415,10 +439,10 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
         if progress:
             progress(check.id, 3 + i, total)
         # Once the verdict is zero whatever follows, nothing more is run (forbidden.runtime says why;
-        # the source scan calls nothing and still runs).
-        scan = check.id == "forbidden.static"
-        named = any(c.id == "forbidden.static" and c.details.get("detected") for c in report.checks)
-        if named or (kernel and not scan):
+        # the source scans call nothing and still run). A static finding alone does not stop the run:
+        # only the run can confirm it (``_unconfirmed_static``).
+        scan = check.id in STATIC_SCANS
+        if kernel and not scan:
             add(check.id, False, T("skipped: built-in attention is not allowed, so nothing else is graded"),
                 {"skipped": True})
             continue
@@ -442,6 +466,7 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
             progress(check.id, 3 + len(main) + i, total)
         _run_one(ctx, check, add, per_check)
     post_ids = {c.id for c in post}
+    _unconfirmed_static(report, session)
     verdict = [c for c in report.checks if c.id.startswith("forbidden.")]
     detected = any(c.details.get("detected") for c in verdict)
     unverified = any(c.id in post_ids and not c.passed for c in report.checks)

@@ -212,16 +212,27 @@ def _follow_aliases(tree: ast.AST, imported: set) -> None:
     by_root: dict[str, list[str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-            root = _root(node.value)
-            if root is not None:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                by_root.setdefault(root, []).extend(n for t in targets for n in alias_names(t))
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for part, value in _pairs(target, node.value):
+                    root = _root(value)
+                    if root is not None:
+                        by_root.setdefault(root, []).extend(alias_names(part))
     todo = list(imported)
     while todo:
         for name in by_root.pop(todo.pop(), ()):
             if name not in imported:
                 imported.add(name)
                 todo.append(name)
+
+
+def _pairs(target: ast.AST, value: ast.AST) -> list[tuple]:
+    """``a, b = torch.nn, 1`` as (a, torch.nn), (b, 1); any other assignment as one pair."""
+    if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+            and len(target.elts) == len(value.elts) \
+            and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts)):
+        return list(zip(target.elts, value.elts))
+    return [(target, value)]
 
 
 def alias_names(target: ast.AST) -> list[str]:
