@@ -162,3 +162,15 @@ def test_the_web_check_for_the_function_reads_the_file_in_the_limited_process():
     assert bounded.defined("def f():\n    pass\n", ["f", "g"]) == {"f": True, "g": False}
     assert bounded.defined("def f(:\n", ["f"]) == {"f": None}
     assert bounded.defined("# " + "x" * 3_000_000, ["f"]) == {"f": None}
+
+
+def test_the_limited_process_imports_no_torch():
+    """What it imports (the scans, the parser, the web's check) must start in milliseconds."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import grader.bounded, grader.checks.forbidden, "
+            "grader.checks.autograd_ban; assert 'torch' not in sys.modules, 'torch imported'")
+    done = subprocess.run([sys.executable, "-I", "-c", code, bounded._ROOT], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
