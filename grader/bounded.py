@@ -72,6 +72,26 @@ def defined(source: str, names: list[str]) -> dict:
     return out.get("defines") or {name: None for name in names}
 
 
+def parses(texts: list[str]) -> list[bool | None]:
+    """Whether each text parses (a notebook's cells), all in one limited process; None for every
+    text where the process went past a bound."""
+    try:
+        out = _run(json.dumps(texts), ["parses"])
+    except BoundExceeded:
+        return [None] * len(texts)
+    return out.get("parses") or [None] * len(texts)
+
+
+def top_level_defs(source: str, name: str) -> list[int]:
+    """The lines of the module-level ``def name`` statements of ``source`` (empty where it does
+    not parse or is past a bound)."""
+    try:
+        out = _run(source, ["parse", "defs", name])
+    except BoundExceeded:
+        return []
+    return out.get("defs") or []
+
+
 def _run(source: str, stages: list[str]) -> dict:
     data = source.encode("utf-8", "surrogatepass")
     if len(data) > MAX_SOURCE_BYTES:
@@ -90,8 +110,8 @@ def _run(source: str, stages: list[str]) -> dict:
             except ValueError:  # a line cut short where the child was stopped mid-write
                 break
         why = _why(done.returncode, done.stderr)
-    if "parse" not in out:
-        raise BoundExceeded("parse", *why)
+    if not out:
+        raise BoundExceeded(stages[0], *why)
     out["_stopped"] = why
     return out
 
@@ -124,6 +144,17 @@ def _child(cpu_seconds: int, memory_bytes: int, stages: list[str]) -> None:
         sys.stdout.flush()
 
     for i, stage in enumerate(stages):
+        if stage == "parses":
+            from .source import parse_python
+
+            def ok(text):
+                try:
+                    parse_python(text)
+                    return True
+                except (SyntaxError, ValueError):
+                    return False
+            emit(stage, [ok(text) for text in json.loads(source)])
+            return
         if stage == "parse":
             tree, problem = _parse(source)
             emit("parse", problem)
@@ -135,6 +166,11 @@ def _child(cpu_seconds: int, memory_bytes: int, stages: list[str]) -> None:
         elif stage == "autograd":
             from .checks.autograd_ban import scan_tree
             emit(stage, scan_tree(tree))
+        elif stage == "defs":
+            import ast
+            emit(stage, [node.lineno for node in tree.body
+                         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == stages[i + 1]])
+            return
         elif stage == "defines":
             from .source import defines_name
             emit(stage, {name: defines_name(source, name, tree) for name in stages[i + 1:]})

@@ -174,3 +174,10 @@ def test_the_limited_process_imports_no_torch():
     done = subprocess.run([sys.executable, "-I", "-c", code, bounded._ROOT], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
+
+def test_the_notebook_passes_read_cells_in_the_limited_process():
+    assert bounded.parses(["x = 1", "%time f()", "a = 5 % 2"]) == [True, False, True]
+    assert bounded.parses(["# " + "x" * 3_000_000]) == [None]
+    assert bounded.top_level_defs("def f():\n    pass\nx = 1\ndef f():\n    pass\n", "f") == [1, 4]
+    assert bounded.top_level_defs(_reverse_chain(100_000), "f") == []  # past the size bound: no cell named
+
