@@ -379,20 +379,20 @@ def _with_needs(checks: list, only: str) -> list:
     return [c for c in checks if c.id in keep]
 
 
-def _unconfirmed_static(report, session) -> None:
+def _unconfirmed_static(report) -> None:
     """A static finding the run contradicts costs its own check's points, nothing more.
 
-    Where the sandbox keeps built-in attention and autograd trapped in machine code (the backend's
-    ``run_confirms``: seccomp forbids undoing the trap), and the parent compares every output with
-    torch's kernels, a finding of the source scans alone (a name that looks like torch's, a scan
-    that could not finish) is confirmed only by the run: a trap or block that fired, a fingerprint
-    that matched, a backward in the trace (any other ``forbidden.*`` check's detection). Without
-    that, the scan's check keeps its failure, no longer counts as a detection (which zeroes every
-    family), and its message says the run did not confirm it. Where the child can undo the trap
-    (``--sandbox none`` or ``local``, a student's own pre-check) the static finding zeroes as before."""
-    if not getattr(session.backend, "run_confirms", False) or any(
-            c.details.get("detected") for c in report.checks
-            if c.id.startswith("forbidden.") and c.id not in STATIC_SCANS):
+    Built-in attention (and, where a task blocks it, autograd) is trapped in machine code in the
+    child, and the parent compares every output with torch's kernels, so a finding of the source
+    scans alone (a name that looks like torch's, an import never called, a scan past its bounds)
+    is confirmed only by the run: a trap or block that fired, a fingerprint that matched, a
+    backward in the trace (any other ``forbidden.*`` check's detection). Without that, the scan's
+    check keeps its failure, no longer counts as a detection (which zeroes every family), and its
+    message says the run did not confirm it. The same at every sandbox level, so that the
+    pre-check predicts the server: at ``none`` and ``local`` a child could undo the trap, and would
+    only fool its own pre-check (the server grades at ``strict``, where it cannot)."""
+    if any(c.details.get("detected") for c in report.checks
+           if c.id.startswith("forbidden.") and c.id not in STATIC_SCANS):
         return
     for c in report.checks:
         if c.id in STATIC_SCANS and c.details.get("detected"):
@@ -466,7 +466,7 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
             progress(check.id, 3 + len(main) + i, total)
         _run_one(ctx, check, add, per_check)
     post_ids = {c.id for c in post}
-    _unconfirmed_static(report, session)
+    _unconfirmed_static(report)
     verdict = [c for c in report.checks if c.id.startswith("forbidden.")]
     detected = any(c.details.get("detected") for c in verdict)
     unverified = any(c.id in post_ids and not c.passed for c in report.checks)

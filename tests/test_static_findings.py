@@ -2,8 +2,8 @@
 
 The source scans name what looks like torch's attention or autograd; the run, where the sandbox
 keeps the machine-code trap in place, shows whether it ran. A finding alone loses the
-``forbidden.static`` points; a finding the run confirms (a trap fired, a fingerprint matched)
-zeroes the file as before. An attribute assignment (``self.proj = nn.Identity()``) never makes its
+``forbidden.static`` points, at every sandbox level; a finding the run confirms (a trap fired, a
+fingerprint matched) zeroes the file as before. An attribute assignment (``self.proj = nn.Identity()``) never makes its
 object an alias of torch.
 """
 import os
@@ -12,8 +12,6 @@ import pytest
 
 from grader.checks import autograd_ban, forbidden
 from grader.grading import CheckResult, GradeReport, _unconfirmed_static, grade_source
-from grader.sandbox.backends import select_backend
-from grader.sandbox.policy import Limits
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULE = os.path.join(HERE, "corpus", "sdpa", "correct", "module_own_method.py")
@@ -45,13 +43,6 @@ def _module():
         return f.read()
 
 
-def _confirming() -> bool:
-    try:
-        return getattr(select_backend("auto", Limits(), "cpu"), "run_confirms", False)
-    except Exception:
-        return False
-
-
 def test_an_attribute_assignment_aliases_nothing():
     assert forbidden.scan_source(_module()) == []
     assert autograd_ban.scan("import torch\nclass A:\n    def f(self):\n        self.g = torch.autograd\n"
@@ -72,23 +63,17 @@ def test_a_tutorial_module_scores_100_and_an_aliased_call_nothing():
 UNCALLED = "\n\ndef _never_called(q):\n    return torch.nn.functional.scaled_dot_product_attention(q, q, q)\n"
 
 
-@pytest.mark.skipif(not _confirming(), reason="no sandbox here keeps the trap in place (strict/auto zygote)")
-def test_a_static_finding_the_run_contradicts_costs_only_its_own_check():
-    report = grade_source(_module() + UNCALLED, "sdpa", seed=3, sandbox="auto")
-    static = next(c for c in report.checks if c.id == "forbidden.static")
-    assert not static.passed and static.details["unconfirmed_by_run"] and not static.details["detected"]
-    assert "did not confirm" in static.message and "line 38" in static.message
-    assert report.score == 100 - static.max_points, report.to_dict()["summary"]
-
-
-def test_where_the_child_can_undo_the_trap_a_static_finding_still_zeroes():
-    report = grade_source(_module() + UNCALLED, "sdpa", seed=3, sandbox="local")
-    assert report.score <= 5 and "did not confirm" not in report.to_dict()["checks"][3]["message"]
-
-
-class _Session:
-    class backend:
-        run_confirms = True
+def test_a_static_finding_the_run_contradicts_costs_only_its_own_check_at_every_level():
+    """The same on the server and in the pre-check: the pre-check must predict the server's score."""
+    scores = {}
+    for level in ("auto", "local"):
+        report = grade_source(_module() + UNCALLED, "sdpa", seed=3, sandbox=level)
+        static = next(c for c in report.checks if c.id == "forbidden.static")
+        assert not static.passed and static.details["unconfirmed_by_run"] and not static.details["detected"]
+        assert "did not confirm" in static.message and "line 38" in static.message
+        assert report.score == 100 - static.max_points, report.to_dict()["summary"]
+        scores[level] = report.score
+    assert scores["auto"] == scores["local"]
 
 
 def _report(*checks):
@@ -101,9 +86,6 @@ def test_the_rule_reads_every_run_time_forbidden_check(runtime, downgraded):
     for static in ("forbidden.static", "forbidden.autograd_source"):
         for confirming in ("forbidden.runtime", "forbidden.autograd_runtime"):
             report = _report((static, True), (confirming, runtime))
-            _unconfirmed_static(report, _Session)
+            _unconfirmed_static(report)
             assert (not report.checks[0].details["detected"]) == downgraded
             assert ("did not confirm" in report.checks[0].message) == downgraded
-    untrusted = _report(("forbidden.static", True), ("forbidden.runtime", False))
-    _unconfirmed_static(untrusted, type("S", (), {"backend": object()}))
-    assert untrusted.checks[0].details["detected"]
