@@ -26,6 +26,7 @@ QUICK = [
     ["check_cli.py", "--repeat", "3"],
     ["sandbox_latency.py", "-n", "5"],
     ["at_scale_margin.py", "--repeat", "3"],   # grad.at_scale's budget against honest code and differences
+    ["scan_bounds.py", "--repeat", "3"],       # the limited analysis process over a bare interpreter; scan growth
     ["service_throughput.py", "--count", "40", "--clients", "10"],
 ]
 FULL = [

@@ -10,7 +10,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 # the reference. Any change to these files changes GRADER_VERSION, which stored grades record, so a
 # regrade can say whether the grader changed.
 _VERSIONED = ("checks", "tasks", "grading.py", "causes.py", "jsonsafe.py", "sandbox/harness.py",
-              "sandbox/disarm.py", "sandbox/trap.py", "sandbox/answers.py", "../reference_impl",
+              # the bounds and the parse every static verdict rests on
+              "bounded.py", "source.py", "sandbox/disarm.py", "sandbox/trap.py", "sandbox/answers.py", "../reference_impl",
               # where a memory verdict is measured: the fresh child, and what the zygote gives it
               "sandbox/session.py", "sandbox/zygote.py")
 

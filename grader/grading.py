@@ -13,9 +13,9 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from . import GRADER_VERSION
+from . import GRADER_VERSION, bounded
 from .checks.base import Context, Fail, StudentFailure, clean_traceback
-from .source import SourceTooDeep, foreign_coding, parse_python, submission_text
+from .source import foreign_coding, submission_text
 from .causes import charge_once, summary
 from .jsonsafe import json_safe
 from .checks.fingerprint import fresh_samples, kernel_output
@@ -193,21 +193,13 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         return fail_load("load.source", T("the file is not valid Unicode text (character {position} is half "
                                           "of a surrogate pair): save it as UTF-8", position=exc.start))
     try:
-        parse_python(source)
-    except SourceTooDeep:
-        return fail_load("load.source", T("Python cannot parse your file: expressions or blocks nest too deeply "
-                                          "for its parser (thousands of operators, brackets or attributes in "
-                                          "one chain); split them into shorter statements"))
-    except SyntaxError as exc:
-        where = syntax_error_place(exc)
-        message = T("Python cannot parse your file: {error} (line {line}, column {column})", error=exc.msg,
-                    line=exc.lineno, column=exc.offset) if exc.offset and exc.lineno else \
-            T("Python cannot parse your file: {error} (line {line})", error=exc.msg, line=exc.lineno) \
-            if exc.lineno else T("Python cannot parse your file: {error}", error=exc.msg)
-        return fail_load("load.source", message, where)
-    except Exception as exc:  # null bytes (ValueError), and whatever else the parser may raise
-        return fail_load("load.source", T("Python cannot parse your file: {error}",
-                                          error=str(exc) or type(exc).__name__))
+        problem = bounded.parse(source)  # in a limited process of its own: see bounded.py
+    except bounded.BoundExceeded as exc:
+        return fail_load("load.source", T("the grader could not parse your file within its limits ({detail}): "
+                                          "a solution needs far less; remove generated or pasted code",
+                                          detail=exc.detail or exc.what), {"bound": exc.what})
+    if problem:
+        return fail_load("load.source", *_parse_failure(problem))
     add("load.source", True, T("valid UTF-8 Python"))
     coding = foreign_coding(source)
 
@@ -247,6 +239,30 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         _finish(report, session, report)
     report.timings["total_s"] = round(time.monotonic() - started, 3)
     return report
+
+
+def _parse_failure(problem: dict) -> tuple:
+    """The student's message (and details) for a file ``bounded.parse`` refused."""
+    error = problem["error"]
+    if error == "deep":
+        return T("Python cannot parse your file: expressions or blocks nest too deeply for its parser "
+                 "(thousands of operators, brackets or attributes in one chain); split them into shorter "
+                 "statements"), {}
+    if error in ("size", "nodes"):
+        what = T("{count} bytes, at most {limit}", count=problem["count"], limit=problem["limit"]) \
+            if error == "size" else \
+            T("{count} syntax nodes, at most {limit}", count=problem["count"], limit=problem["limit"])
+        return T("your file is too large for the grader to analyse ({what}): a solution needs far less; "
+                 "remove generated or pasted code", what=what), {"bound": error}
+    if error == "value":  # null bytes
+        return T("Python cannot parse your file: {error}", error=problem["msg"]), {}
+    exc = SyntaxError(problem["msg"], ("submission.py", problem["lineno"], problem["offset"], problem["text"],
+                                       problem["end_lineno"], problem["end_offset"]))
+    message = T("Python cannot parse your file: {error} (line {line}, column {column})", error=exc.msg,
+                line=exc.lineno, column=exc.offset) if exc.offset and exc.lineno else \
+        T("Python cannot parse your file: {error} (line {line})", error=exc.msg, line=exc.lineno) \
+        if exc.lineno else T("Python cannot parse your file: {error}", error=exc.msg)
+    return message, syntax_error_place(exc)
 
 
 def syntax_error_place(exc: SyntaxError) -> dict:
@@ -302,6 +318,8 @@ def _finish(report, session, result):
 # function returning zeros or the mean of the values has rows that sum to 1, is batch-
 # independent and has consistent gradients, and must not earn those points).
 UNGATED = ("load", "forbidden", "output")
+# The checks that read the source without running it: what they find the run must confirm.
+STATIC_SCANS = ("forbidden.static", "forbidden.autograd_source")
 
 
 def _run_one(ctx, check, add, per_check) -> bool | None:
@@ -325,10 +343,10 @@ def _run_one(ctx, check, add, per_check) -> bool | None:
     except Exception as exc:  # a grader bug must not take the other checks down
         details = {"internal_error": f"{type(exc).__name__}: {exc}"[:500]}
         if check.family == "forbidden":
-            # A file the scan cannot finish on (a 900-deep attribute chain, say) is not thereby
-            # clean: what cannot be checked for built-in attention is not graded.
-            message = T("the grader could not finish checking your file for built-in attention ({error}), so "
-                        "nothing is graded: simplify the code it stopped on", error=type(exc).__name__)
+            # A file a forbidden check cannot finish on is not thereby clean: it counts as a detection
+            # (for a source scan alone, one the run must confirm: _unconfirmed_static).
+            message = T("the grader could not finish checking your file for built-in attention ({error}): "
+                        "simplify the code it stopped on", error=type(exc).__name__)
             details["detected"] = True
         else:
             message = T("the grader could not run this check ({error}); please report it", error=type(exc).__name__)
@@ -359,6 +377,28 @@ def _with_needs(checks: list, only: str) -> list:
             keep.add(cid)
             todo.extend(getattr(by_id[cid], "needs", ()))
     return [c for c in checks if c.id in keep]
+
+
+def _unconfirmed_static(report) -> None:
+    """A static finding the run contradicts costs its own check's points, nothing more.
+
+    Built-in attention (and, where a task blocks it, autograd) is trapped in machine code in the
+    child, and the parent compares every output with torch's kernels, so a finding of the source
+    scans alone (a name that looks like torch's, an import never called, a scan past its bounds)
+    is confirmed only by the run: a trap or block that fired, a fingerprint that matched, a
+    backward in the trace (any other ``forbidden.*`` check's detection). Without that, the scan's
+    check keeps its failure, no longer counts as a detection (which zeroes every family), and its
+    message says the run did not confirm it. The same at every sandbox level, so that the
+    pre-check predicts the server: at ``none`` and ``local`` a child could undo the trap, and would
+    only fool its own pre-check (the server grades at ``strict``, where it cannot)."""
+    if any(c.details.get("detected") for c in report.checks
+           if c.id.startswith("forbidden.") and c.id not in STATIC_SCANS):
+        return
+    for c in report.checks:
+        if c.id in STATIC_SCANS and c.details.get("detected"):
+            c.details["detected"], c.details["unconfirmed_by_run"] = False, True
+            c.message += T(" (the run did not confirm it: nothing forbidden ran, nothing was blocked and no output "
+                           "matched torch's kernels, so only this check's points are lost)")
 
 
 def _apply_gates(report, t) -> None:
@@ -399,10 +439,10 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
         if progress:
             progress(check.id, 3 + i, total)
         # Once the verdict is zero whatever follows, nothing more is run (forbidden.runtime says why;
-        # the source scan calls nothing and still runs).
-        scan = check.id == "forbidden.static"
-        named = any(c.id == "forbidden.static" and c.details.get("detected") for c in report.checks)
-        if named or (kernel and not scan):
+        # the source scans call nothing and still run). A static finding alone does not stop the run:
+        # only the run can confirm it (``_unconfirmed_static``).
+        scan = check.id in STATIC_SCANS
+        if kernel and not scan:
             add(check.id, False, T("skipped: built-in attention is not allowed, so nothing else is graded"),
                 {"skipped": True})
             continue
@@ -426,6 +466,7 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
             progress(check.id, 3 + len(main) + i, total)
         _run_one(ctx, check, add, per_check)
     post_ids = {c.id for c in post}
+    _unconfirmed_static(report)
     verdict = [c for c in report.checks if c.id.startswith("forbidden.")]
     detected = any(c.details.get("detected") for c in verdict)
     unverified = any(c.id in post_ids and not c.passed for c in report.checks)

@@ -12,12 +12,11 @@ cell's number: the grader runs plain Python, where they would only be a confusin
 """
 from __future__ import annotations
 
-import ast
 import bisect
 import re
 from dataclasses import dataclass
 
-from .source import parse_python
+from . import bounded
 
 NOTEBOOK_SUFFIX = ".ipynb"
 SCRIPT_FILENAME = "submission.py"  # the name the sandbox gives the script (its tracebacks say so)
@@ -39,13 +38,11 @@ def _snippet(line: str) -> str:
     return line if len(line) <= 60 else line[:57] + "..."
 
 
-def _magic_problem(number: int, source: str) -> str | None:
-    """Why cell ``number`` cannot run as plain Python, if the reason is a magic or shell line."""
-    try:
-        parse_python(source)
+def _magic_problem(number: int, source: str, parses: bool | None) -> str | None:
+    """Why cell ``number`` cannot run as plain Python, if the reason is a magic or shell line
+    (``parses``: whether the cell is valid Python, from ``bounded.parses``)."""
+    if parses:
         return None  # valid Python: a '%' or '!' in it is an operator or inside a string
-    except (SyntaxError, ValueError):
-        pass
     for line_no, line in enumerate(source.splitlines(), 1):
         match = MAGIC_LINE.match(line)
         if match:
@@ -79,13 +76,19 @@ def notebook_script(data: bytes | str) -> str:
         (notebook.metadata.get("language_info") or {}).get("name") or "python"
     if str(language).lower() != "python":
         raise NotebookError(f"the notebook's kernel runs {language}, not Python")
-    parts = []
+    cells = []
     for number, cell in enumerate(notebook.cells, 1):
         if cell.get("cell_type") != "code":
             continue
         source = cell.get("source") or ""
-        source = "".join(source) if isinstance(source, list) else str(source)
-        problem = _magic_problem(number, source)
+        cells.append((number, "".join(source) if isinstance(source, list) else str(source)))
+    # Only a cell with a line that looks like a magic needs parsing, and all of them are parsed in
+    # one limited process (grader/bounded.py), never in the web app's or the CLI's own.
+    suspects = [source for _, source in cells if any(MAGIC_LINE.match(line) for line in source.splitlines())]
+    parsed = dict(zip(suspects, bounded.parses(suspects))) if suspects else {}
+    parts = []
+    for number, source in cells:
+        problem = _magic_problem(number, source, parsed.get(source, True))
         if problem:
             raise NotebookError(problem)
         parts.append(f"# %% [cell {number}]\n{source.rstrip()}\n")
@@ -122,13 +125,9 @@ class CellMap:
         return f"cell {found[0]}, line {found[1]}" if found else None
 
     def defining_cell(self, script: str, function: str) -> int | None:
-        """The cell whose top-level ``def function`` the grader calls (the last one wins)."""
-        try:
-            tree = parse_python(script)
-        except (SyntaxError, ValueError):
-            return None
-        lines = [node.lineno for node in tree.body
-                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function]
+        """The cell whose top-level ``def function`` the grader calls (the last one wins), read in
+        a limited process (``bounded.top_level_defs``)."""
+        lines = bounded.top_level_defs(script, function)
         found = self.locate(lines[-1]) if lines else None
         return found[0] if found else None
 

@@ -35,15 +35,17 @@ def parse_python(source: str, mode: str = "exec") -> ast.AST:
                 from None
 
 
-def defines_name(source: str, name: str) -> bool | None:
+def defines_name(source: str, name: str, tree: ast.AST | None = None) -> bool | None:
     """Whether the module binds ``name`` at its top level (a def or class, an assignment, an import
     as that name, also inside a top-level if/try/with/for), or could (the name is spelled in a
     string, as for ``globals()[...]``); None where the source does not parse (the grader says why).
-    Only a file that surely does not define the function is refused before grading."""
-    try:
-        tree = parse_python(source)
-    except (SyntaxError, ValueError):
-        return None
+    Only a file that surely does not define the function is refused before grading. ``tree`` is
+    ``source`` already parsed; the web app asks through ``bounded.defined``, in a limited process."""
+    if tree is None:
+        try:
+            tree = parse_python(source)
+        except (SyntaxError, ValueError):
+            return None
 
     def binds(node) -> bool:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

@@ -9,7 +9,9 @@ gradient family (gradients the child made up); ``unloaded`` fails to load (score
 never an exception; ``full`` scores 100; ``score<=N`` at most N (a charged-once rule it tries to buy); ``any`` only must not break the grader. Every file is graded
 at three sandbox levels: ``none``, where the harness is the child's ``__main__`` and easy to
 patch (so the parent's own checks are what stops it), ``local`` and ``auto``; a file about
-scoring rather than the child (``# levels: local``) at the levels it names.
+scoring rather than the child (``# levels: local``) at the levels it names. ``static`` (a name of
+torch's attention the file never calls) fails ``forbidden.static`` and loses nothing else: the run
+did not confirm it.
 """
 import glob
 import json
@@ -102,6 +104,11 @@ def test_attack_is_withstood(reports, path, level):
     if expect == "builtin":
         assert report["score"] <= LOAD_POINTS, report["score"]
         assert any(i.startswith("forbidden.") for i in failed) or report["error"], sorted(failed)
+    elif expect == "static":
+        static = next(c for c in report["checks"] if c["id"] == "forbidden.static")
+        assert not static["passed"] and static["details"].get("unconfirmed_by_run"), static["message"]
+        assert report["score"] == 100 - static["max_points"], report["summary"]
+        assert "did not confirm" in static["message"], static["message"]
     elif expect == "protocol":
         assert report["score"] <= 2 * LOAD_POINTS
         if level in _reaches(path):  # where the forgery reaches the channel, it is named and zeroes the grade

@@ -57,3 +57,47 @@ def test_the_same_verdict_idle_and_with_both_cores_busy(sources):
     textbook = idle["matmul_softmax.py"]
     assert "vectoris" not in textbook["message"].replace("as vectorised code does", "")
     assert textbook["details"]["clock"] == "cpu" and textbook["details"]["seconds"] > 0
+
+
+PADDED_ROW_LOOP = '''import math
+import time
+
+import torch
+
+
+def _steady_clock():
+    # every reading of the harness's clock burns the same work: the tiny call costs what a long one does
+    total = 0
+    for i in range(400_000):
+        total += i
+    return 0.0
+
+
+time.perf_counter = _steady_clock
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=False, scale=None):
+    scale = 1 / math.sqrt(query.size(-1)) if scale is None else scale
+    rows = []
+    for i in range(query.size(-2)):  # one query row at a time
+        s = (query[..., i:i + 1, :] @ key.transpose(-1, -2)) * scale
+        if is_causal:
+            s = s.masked_fill(torch.arange(key.size(-2)) > i, float("-inf"))
+        if attn_mask is not None:
+            m = attn_mask[..., i:i + 1, :]
+            s = s.masked_fill(~m, float("-inf")) if m.dtype == torch.bool else s + m
+        rows.append(torch.softmax(s, -1) @ value)
+    return torch.cat(rows, dim=-2)
+'''
+
+
+def test_a_row_loop_under_a_steady_per_call_cost_is_still_named():
+    """Replacing ``time.perf_counter`` in the child with something slow makes every call, the tiny
+    one included, cost the same extra: the growth ratio falls, the loop's extra time does not. The
+    verdict rests on the parent's reading of the child's CPU time, never on the child's clock."""
+    check = _speed(PADDED_ROW_LOOP)
+    assert not check["passed"] and check["details"]["clock"] == "cpu", check["details"]
+    assert "Python loop over the queries or the keys" in check["message"], check["message"]
+    assert "compute every query and key at once" in check["message"]
+    assert "steady" in check["message"], check["message"]
+

@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import ast
 
+from .. import bounded
 from ..i18n import T
 from ..source import parse_python
-from .base import Fail
+from .forbidden import FINDINGS_LIMIT, beyond_bounds
+
+# No torch at load time (``bounded`` runs ``scan_tree`` in a small process of its own): the checks
+# import ``Fail`` where they raise it.
 
 # Modules whose members compute gradients by automatic differentiation (reverse or forward mode).
 AUTOGRAD_MODULES = ("torch.autograd", "torch.func", "functorch", "torch._functorch", "torch._C._functorch")
@@ -52,6 +56,9 @@ WEAK = ("grad", "backward", "func")
 DYNAMIC = {"getattr", "setattr", "delattr", "hasattr", "__import__", "import_module", "eval", "exec", "compile",
            "attrgetter", "methodcaller", "__getattribute__", "vars", "globals"}
 CODE = {"eval", "exec", "compile"}
+# A resolved name longer than this keeps its first and last parts (what ``_is_autograd`` reads):
+# torch's own names have fewer than ten, and ``a2 = a1.nn; a3 = a2.nn; …`` must not grow without end.
+MAX_PARTS = 24
 # aten operators that only run in automatic differentiation (the child's trace of them is a detection).
 OP_FRAGMENTS = ("backward", "autograd.grad", "make_dual", "unpack_dual", "fw_primal")
 
@@ -73,16 +80,26 @@ def _kind(name: str) -> str:
     return " (forward-mode automatic differentiation)" if name.startswith(FORWARD_MODE) or "dual" in name else ""
 
 
+class _Enough(Exception):
+    """FINDINGS_LIMIT findings are in: the verdict is made."""
+
+
 class _Scan:
-    """One pass over a module's tree: names bound to torch, the names the file defines, findings."""
+    """One pass over a module's tree: names bound to torch, the names the file defines, findings.
+
+    What a name stands for is worked out once per name, on demand (``_resolve_name``), with no
+    recursion and no repeated passes: linear in the tree whatever order or cycles the aliases form."""
 
     def __init__(self, tree: ast.AST, own: set | None = None):
         self.tree = tree
         self.nodes = list(ast.walk(tree))
-        self.bound: dict[str, str] = {}
+        self.imports: dict[str, str] = {}
+        self.assigned: dict[str, list] = {}  # name -> the values assigned to it, in source order
+        self.bound: dict[str, str | None] = {}  # name -> what it stands for, once worked out
         self.own = set(own or ()) | self._own_names()
         self.findings: list[dict] = []
         self.inner = {id(n.value) for n in self.nodes if isinstance(n, ast.Attribute)}
+        self._file_hit = None
         self._bind()
 
     def _own_names(self) -> set:
@@ -101,55 +118,78 @@ class _Scan:
         for n in self.nodes:
             if isinstance(n, ast.Import):
                 for a in n.names:
-                    self.bound[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+                    self.imports[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
             elif isinstance(n, ast.ImportFrom) and not n.level and n.module:
                 for a in n.names:
-                    self.bound[a.asname or a.name] = f"{n.module}.{a.name}"
-        assigns = [n for n in self.nodes if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr))]
-        changed = True
-        while changed:  # aliases of aliases, in any order
-            changed = False
-            for n in assigns:
-                value = n.value and self.resolve(n.value)
-                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                for t in targets:
-                    if value and isinstance(t, ast.Name) and self.bound.get(t.id) != value:
-                        self.bound[t.id] = value
-                        changed = True
+                    self.imports[a.asname or a.name] = f"{n.module}.{a.name}"
+        assigns = sorted((n for n in self.nodes if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr))
+                          and n.value is not None), key=lambda n: (n.lineno, n.col_offset))
+        for n in assigns:
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            for t in targets:
+                if isinstance(t, ast.Name):  # an attribute or subscript target aliases nothing
+                    self.assigned.setdefault(t.id, []).append(n.value)
+
+    def _resolve_name(self, name: str) -> str | None:
+        """What ``name`` stands for: its import, then each value assigned to it in source order
+        (the last that resolves wins). A value that refers back to a name being worked out sees
+        that name's value so far, so ``x = torch; x = x.nn`` ends as ``torch.nn`` and a cycle
+        ends. An explicit stack, not recursion: a chain of 100,000 aliases in reverse order is
+        one walk."""
+        if name in self.bound:
+            return self.bound[name]
+        sofar = {name: self.imports.get(name)}
+        stack = [[name, 0]]
+        while stack:
+            frame = stack[-1]
+            current, i = frame
+            values = self.assigned.get(current, ())
+            if i == len(values):
+                self.bound[current] = sofar.pop(current)
+                stack.pop()
+                continue
+            (kind, root), _ = _chain(values[i])
+            if kind == "name" and root not in self.bound and root not in sofar:
+                sofar[root] = self.imports.get(root)
+                stack.append([root, 0])
+                continue
+            value = self._resolve(values[i], sofar)
+            if value is not None:
+                sofar[current] = value
+            frame[1] += 1
+        return self.bound[name]
 
     def resolve(self, node: ast.AST) -> str | None:
         """The dotted torch-world name an expression stands for (None when it is the file's own)."""
-        attrs = []
-        while True:  # iterative: a chain thousands deep must not exhaust the stack
-            if isinstance(node, ast.Attribute):
-                attrs.append(node.attr)
-                node = node.value
-            elif isinstance(node, ast.Call) and _func_name(node) == "getattr" and len(node.args) >= 2 \
-                    and _const_str(node.args[1]) is not None:
-                attrs.append(_const_str(node.args[1]))
-                node = node.args[0]
-            elif isinstance(node, ast.Subscript) and _const_str(node.slice) is not None \
-                    and isinstance(node.value, ast.Attribute) and node.value.attr == "modules":
-                base = _const_str(node.slice)
-                break
-            elif isinstance(node, ast.Call) and _func_name(node) in ("__import__", "import_module") \
-                    and node.args and _const_str(node.args[0]) is not None:
-                text = _const_str(node.args[0])
-                base = text.split(".")[0] if _func_name(node) == "__import__" else text
-                break
-            elif isinstance(node, ast.Name):
-                base = self.bound.get(node.id)
-                break
+        return self._resolve(node, None)
+
+    def _resolve(self, node: ast.AST, sofar: dict | None) -> str | None:
+        (kind, base), attrs = _chain(node)
+        if kind == "name":
+            if sofar is not None and base in sofar:
+                base = sofar[base]
             else:
-                return None
+                base = self._resolve_name(base)
         if base is None:
             return None
-        return ".".join([base, *reversed(attrs)])
+        parts = [*base.split("."), *reversed(attrs)]
+        if len(parts) > MAX_PARTS:  # a chain of aliases, each a link longer: keep what decides
+            parts = parts[:MAX_PARTS // 2] + ["…"] + parts[-(MAX_PARTS // 2 - 1):]
+        return ".".join(parts)
 
     def flag(self, node, what) -> None:
         self.findings.append({"line": getattr(node, "lineno", 0), "what": what})
+        if len(self.findings) >= FINDINGS_LIMIT:
+            raise _Enough
 
     def run(self) -> list[dict]:
+        try:
+            self._walk()
+        except _Enough:
+            pass
+        return self.findings
+
+    def _walk(self) -> None:
         for n in self.nodes:
             if isinstance(n, ast.Import):
                 for a in n.names:
@@ -166,7 +206,6 @@ class _Scan:
                 self._attribute(n)
             elif isinstance(n, ast.Call):
                 self._call(n)
-        return self.findings
 
     def _attribute(self, n: ast.Attribute) -> None:
         name = self.resolve(n)
@@ -207,13 +246,44 @@ class _Scan:
         receiver = self.resolve(n.args[0]) if called in ("getattr", "setattr", "delattr", "hasattr") \
             and n.args else None
         on_torch = (receiver or "").split(".")[0] in ("torch", "functorch") or called in CODE
-        texts = [literal]
-        if computed and on_torch:  # the name is built elsewhere: every string in the file may be part of it
-            texts.append("".join(_file_strings(self.tree)).lower())
         fragments = STRONG + (WEAK if on_torch else ())
-        hit = next((f for text in texts for f in fragments if f in text), None)
+        hit = next((f for f in fragments if f in literal), None)
+        if hit is None and computed and on_torch:
+            # the name is built elsewhere: every string in the file may be part of it (worked out
+            # once per file, not once per lookup)
+            if self._file_hit is None:
+                strings = "".join(_file_strings(self.tree)).lower()
+                self._file_hit = [next((f for f in fragments if f in strings), None)]
+            hit = self._file_hit[0]
         if hit:
             self.flag(n, f"looks up a name containing {hit!r} dynamically ({called})")
+
+
+def _chain(node) -> tuple[tuple[str, str | None], list[str]]:
+    """An expression as its base and the attribute names read off it, innermost last:
+    (("name", id) | ("module", dotted) | ("other", None), attrs). ``getattr(x, "a")``,
+    ``sys.modules["torch"]``, ``__import__("torch")`` and ``import_module("torch.func")`` count.
+    Iterative: a chain thousands deep must not exhaust the stack."""
+    attrs = []
+    while True:
+        if isinstance(node, ast.Attribute):
+            attrs.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Call) and _func_name(node) == "getattr" and len(node.args) >= 2 \
+                and _const_str(node.args[1]) is not None:
+            attrs.append(_const_str(node.args[1]))
+            node = node.args[0]
+        elif isinstance(node, ast.Subscript) and _const_str(node.slice) is not None \
+                and isinstance(node.value, ast.Attribute) and node.value.attr == "modules":
+            return ("module", _const_str(node.slice)), attrs
+        elif isinstance(node, ast.Call) and _func_name(node) in ("__import__", "import_module") \
+                and node.args and _const_str(node.args[0]) is not None:
+            text = _const_str(node.args[0])
+            return ("module", text.split(".")[0] if _func_name(node) == "__import__" else text), attrs
+        elif isinstance(node, ast.Name):
+            return ("name", node.id), attrs
+        else:
+            return ("other", None), attrs
 
 
 def _root_name(node) -> str | None:
@@ -256,8 +326,14 @@ def _file_strings(tree) -> list[str]:
 
 
 def scan(source: str) -> list[dict]:
-    """Autograd in ``source`` as {line, what}, in source order, each once."""
-    found = _Scan(parse_python(source)).run()
+    """Autograd in ``source`` as {line, what}, in source order, each once. In this process: grading
+    calls ``static_check``, which scans in a limited one (``bounded.scan``)."""
+    return scan_tree(parse_python(source))
+
+
+def scan_tree(tree: ast.AST) -> list[dict]:
+    """``scan`` on a parsed tree."""
+    found = _Scan(tree).run()
     seen, unique = set(), []
     for f in sorted(found, key=lambda f: f["line"]):
         if (f["line"], f["what"]) not in seen:
@@ -268,11 +344,12 @@ def scan(source: str) -> list[dict]:
 
 def static_check(ctx):
     """``forbidden.autograd_source``: no automatic differentiation in the source."""
+    from .base import Fail
+
     try:
-        found = scan(ctx.session.source)
-    except (RecursionError, MemoryError, ValueError, SyntaxError):
-        raise Fail(T("autograd is not allowed in this task, and your file is too deeply nested for the "
-                     "grader to check that it uses none: simplify it"), {"detected": True}) from None
+        found = bounded.scan(ctx.session.source, "autograd")
+    except bounded.BoundExceeded as exc:
+        raise Fail(beyond_bounds(exc), {"detected": True, "bound": exc.what, "limit": exc.detail}) from None
     if found:
         lines = "; ".join(f"line {f['line']}: {f['what']}" for f in found[:5])
         raise Fail(T("autograd is not allowed in this task: compute dQ, dK and dV with your "
@@ -283,6 +360,8 @@ def static_check(ctx):
 def runtime_check(ctx):
     """Post phase: no blocked autograd attempt and no backward kernel in the child's trace (advisory
     evidence, but it can only incriminate; autograd itself is switched off in the child)."""
+    from .base import Fail
+
     hits = sorted({op for op in ctx.ops if any(f in op.lower() for f in OP_FRAGMENTS)}
                   | {b.split(":", 1)[1] for b in ctx.blocked if b.startswith("autograd:")})
     if hits:

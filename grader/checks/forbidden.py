@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import ast
 
-import torch
-
-from ..source import dotted, parse_python
-from .base import Fail
-from .fingerprint import (BACKWARD_FINGERPRINT, DECODER_FINGERPRINT, MHA_FINGERPRINT, SDPA_FINGERPRINT,  # noqa: F401
-                          TILED_FINGERPRINT, fresh_samples, kernel_output)
+from .. import bounded
 from ..i18n import T
+from ..source import dotted, parse_python
+
+# This module imports no torch at load time: ``bounded`` runs ``scan_tree`` in a small process of
+# its own, and what needs torch (the verdicts, the fingerprint) imports it where it is used.
+FINDINGS_LIMIT = 50  # a report shows 5 and keeps 20; more cost time on a hostile file and say nothing new
 
 # Names whose use means "let torch (or the grader) do the attention".
 FORBIDDEN_ATTRS = {"scaled_dot_product_attention", "multi_head_attention_forward",
@@ -59,6 +59,28 @@ RUNTIME_FRAGMENTS = ("scaled_dot_product", "multi_head_attention", "flash_attent
                      "module.grader")
 
 
+def beyond_bounds(exc) -> str:
+    """The student's message for a file the static scan could not finish within its bounds."""
+    if exc.what in ("size", "nodes"):
+        return T("your file is too large for the grader to check it for forbidden code ({detail}): "
+                 "a solution needs far less; remove generated or pasted data", detail=exc.detail)
+    return T("the grader could not finish checking your file for forbidden code within its limits "
+             "({detail}): simplify it (long chains of names assigned from one another, deep nesting)",
+             detail=exc.detail or exc.what)
+
+
+def __getattr__(name: str):
+    """What this module gives from torch-importing ones (``forbidden.SDPA_FINGERPRINT``, the
+    tasks' fingerprint kinds, and ``Fail``), loaded on first use."""
+    if name.endswith("_FINGERPRINT") or name in ("fresh_samples", "kernel_output"):
+        from . import fingerprint
+        return getattr(fingerprint, name)
+    if name == "Fail":
+        from .base import Fail
+        return Fail
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _is_forbidden_name(name: str) -> bool:
     return name in FORBIDDEN_ATTRS or name.startswith(FORBIDDEN_PREFIXES)
 
@@ -84,13 +106,37 @@ def _has_fragment(text: str) -> str | None:
 
 
 def scan_source(source: str) -> list[dict]:
-    """Findings as {line, what}; empty for a clean file. The source must parse."""
-    tree = parse_python(source)
-    imported: set[str] = set()
+    """Findings as {line, what}; empty for a clean file. The source must parse. In this process:
+    grading calls ``static_check``, which scans in a limited one (``bounded.scan``)."""
+    return scan_tree(parse_python(source))
+
+
+class _Enough(Exception):
+    """FINDINGS_LIMIT findings are in: the verdict is made."""
+
+
+def scan_tree(tree: ast.AST) -> list[dict]:
+    """``scan_source`` on a parsed tree: a fixed number of passes over its nodes, each linear."""
     findings: list[dict] = []
+    try:
+        _scan(tree, findings)
+    except _Enough:
+        pass
+    seen, unique = set(), []
+    for f in findings:
+        if (f["line"], f["what"]) not in seen:
+            seen.add((f["line"], f["what"]))
+            unique.append(f)
+    return unique
+
+
+def _scan(tree: ast.AST, findings: list) -> None:
+    imported: set[str] = set()
 
     def flag(node, what):
         findings.append({"line": getattr(node, "lineno", 0), "what": what})
+        if len(findings) >= FINDINGS_LIMIT:
+            raise _Enough
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -114,22 +160,31 @@ def scan_source(source: str) -> list[dict]:
                   and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)}
     all_strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
                    and isinstance(n.value, str) and id(n) not in docstrings]
+    file_hit = []  # what the file's strings spell, worked out once (not once per dynamic call)
+    # Links below the top of a chain (``a.b().c[0].d``): each chain is walked once, from its top.
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, (ast.Attribute, ast.Subscript))} \
+        | {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
-            if _is_forbidden_name(node.attr) and _root(node) in imported:
-                flag(node, f"uses {dotted(node)}")
-            elif node.attr in TAMPERING:
-                flag(node, f"uses {node.attr}, which interferes with the grader's tracing")
-        elif isinstance(node, ast.Name) and node.id in TAMPERING:
+        if isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)) and id(node) not in inner:
+            links, root = _chain(node)
+            for link in links:
+                if _is_forbidden_name(link.attr) and root in imported:
+                    flag(link, f"uses {dotted(link)}")
+                elif link.attr in TAMPERING:
+                    flag(link, f"uses {link.attr}, which interferes with the grader's tracing")
+        if isinstance(node, ast.Name) and node.id in TAMPERING:
             flag(node, f"uses {node.id}, which interferes with the grader's tracing")
         elif isinstance(node, ast.Call) and _call_name(node) in DYNAMIC:
             args = node.args[1:] if _call_name(node) == "getattr" else node.args
             literal = [s for a in args for s in _strings(a)]
             texts = literal + ["".join(literal)]
             computed = any(not isinstance(a, ast.Constant) for a in args)
-            if computed:  # the name is built elsewhere: look at every string in the file
-                texts += all_strings + ["".join(all_strings)]
             hit = next((f for f in map(_has_fragment, texts) if f), None)
+            if computed and not hit:  # the name is built elsewhere: look at every string in the file
+                if not file_hit:
+                    file_hit.append(next((f for f in map(_has_fragment, all_strings + ["".join(all_strings)])
+                                          if f), None))
+                hit = file_hit[0]
             if hit:
                 flag(node, f"looks up a name containing {hit!r} dynamically ({_call_name(node)})")
         elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
@@ -137,30 +192,63 @@ def scan_source(source: str) -> list[dict]:
             if _is_forbidden_name(node.slice.value) or (node.slice.value.split(".")[0] in FORBIDDEN_MODULES
                                                          and dotted(node.value).endswith("modules")):
                 flag(node, f"looks up {node.slice.value!r} by subscript")
-    seen, unique = set(), []
-    for f in findings:
-        if (f["line"], f["what"]) not in seen:
-            seen.add((f["line"], f["what"]))
-            unique.append(f)
-    return unique
+
+
+def _chain(node: ast.AST) -> tuple[list, str | None]:
+    """The attribute links of the chain topped by ``node`` (outermost first) and its root name."""
+    links = []
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        if isinstance(node, ast.Attribute):
+            links.append(node)
+        node = node.value if not isinstance(node, ast.Call) else node.func
+    return links, node.id if isinstance(node, ast.Name) else None
 
 
 def _follow_aliases(tree: ast.AST, imported: set) -> None:
-    """Names bound to an expression rooted at an imported name count as imported themselves."""
-    assigns = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr))]
-    changed = True
-    while changed:
-        changed = False
-        for node in assigns:
-            value = node.value
-            if value is None or _root(value) not in imported:
-                continue
+    """Names bound to an expression rooted at an imported name count as imported themselves.
+
+    One worklist pass, linear in the assignments: each name is added once and each assignment
+    looked at once for its root, in any order and through any cycle (``x = x.nn``)."""
+    by_root: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name) and name.id not in imported:
-                        imported.add(name.id)
-                        changed = True
+                for part, value in _pairs(target, node.value):
+                    root = _root(value)
+                    if root is not None:
+                        by_root.setdefault(root, []).extend(alias_names(part))
+    todo = list(imported)
+    while todo:
+        for name in by_root.pop(todo.pop(), ()):
+            if name not in imported:
+                imported.add(name)
+                todo.append(name)
+
+
+def _pairs(target: ast.AST, value: ast.AST) -> list[tuple]:
+    """``a, b = torch.nn, 1`` as (a, torch.nn), (b, 1); any other assignment as one pair."""
+    if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+            and len(target.elts) == len(value.elts) \
+            and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts)):
+        return list(zip(target.elts, value.elts))
+    return [(target, value)]
+
+
+def alias_names(target: ast.AST) -> list[str]:
+    """The names an assignment target binds: itself, or those of a tuple or list it unpacks into.
+    An attribute or subscript target (``self.proj = nn.Identity()``) binds no name: it stores into
+    its object, which does not thereby become what is assigned."""
+    names, todo = [], [target]
+    while todo:
+        t = todo.pop()
+        if isinstance(t, ast.Name):
+            names.append(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            todo.extend(t.elts)
+        elif isinstance(t, ast.Starred):
+            todo.append(t.value)
+    return names
 
 
 def forbidden_ops(ops) -> list[str]:
@@ -170,7 +258,12 @@ def forbidden_ops(ops) -> list[str]:
 
 
 def static_check(ctx) -> str:
-    findings = scan_source(ctx.session.source)  # a scan that cannot finish is a detection (grading._run_one)
+    from .base import Fail
+
+    try:
+        findings = bounded.scan(ctx.session.source, "forbidden")
+    except bounded.BoundExceeded as exc:
+        raise Fail(beyond_bounds(exc), {"detected": True, "bound": exc.what, "limit": exc.detail}) from None
     if findings:
         lines = "; ".join(f"line {f['line']}: {f['what']}" for f in findings[:5])
         raise Fail(T("built-in or reference attention is not allowed: write the attention "
@@ -181,12 +274,18 @@ def static_check(ctx) -> str:
 def _fingerprint(ctx) -> bool:
     """Some call's output is bit-for-bit torch's fused kernel's (``fingerprint.kernel_output``),
     one more call with fresh float64 inputs included."""
+    import torch
+
+    from .fingerprint import fresh_samples, kernel_output
+
     ctx.fingerprint_samples += fresh_samples(ctx, torch.float64)
     return kernel_output(ctx.task.fingerprint, list(ctx.samples) + ctx.fingerprint_samples)
 
 
 def runtime_check(ctx) -> str:
     """The post-phase verdict: always run, after every other check (see the module docstring)."""
+    from .base import Fail
+
     violations = list(ctx.session.protocol_violations)
     if violations:
         raise Fail(T("your program wrote to the grader's answer channel or tampered with the "

@@ -19,6 +19,13 @@ does not move:
   cost exceeds the baseline's extra cost by ``LOOP_UNITS`` baseline tiny calls: the first keeps
   a cost every call pays whatever the size (printing, say, which varies from call to call) from
   passing for growth, the second keeps a fast tiny call's noise from doing so.
+- **A steady cost every call pays does not hide a loop.** A file that makes every call cost the
+  same extra work (burning CPU each time the harness reads its clock, say: ``time.perf_counter``
+  replaced in the child) makes the tiny call as slow as a loop's, so the growth ratio stays low.
+  What it cannot make is that cost vary the way a loop's does: the tiny call is timed twice a
+  round, and a case whose extra cost is ``STEADY`` times the largest difference between those
+  tiny calls, and past ``LOOP_UNITS``, is a loop whatever the ratio. A cost that varies (the
+  printing above) shows in that difference and keeps the ratio rule.
 - **Interleaved, least of up to three.** Each round times the function and the baseline one
   after the other on every case, and the least time of each is kept (a spike of interference
   only ever adds time). Another round is run only while a case is near the line (``_decisive``):
@@ -49,6 +56,9 @@ DECISIVE_SECONDS = 0.05  # a call this slow on these sizes is not measured again
 # and 130-540 units.
 LOOP_GROWTH = 5.0
 LOOP_UNITS = 12.0
+# A loop under a steady per-call cost: the case's extra time is this many times the spread of the
+# tiny call's own times (a row loop at 128 rows: 25 ms extra; repeated tiny calls: within 1 ms).
+STEADY = 10.0
 
 
 def plain_attention(q, k, v):
@@ -86,34 +96,38 @@ def speed(ctx):
         return torch.randn(shape, generator=gen)
 
     during = T("timing")
-    mine, base, cpu_clock = {}, {}, True
+    mine, base, cpu_clock, tiny = {}, {}, True, []
     calls_before = ctx.calls
     for round_ in range(ROUNDS):
-        for name, shape in (("tiny", TINY), *CASES.items()):
-            if mine.get(name, 0.0) >= DECISIVE_SECONDS:
+        # the tiny call first and last: its two times show how steady a call's fixed cost is
+        for name, shape in (("tiny", TINY), *CASES.items(), ("tiny", TINY)):
+            if name != "tiny" and mine.get(name, 0.0) >= DECISIVE_SECONDS:
                 continue
             seconds, is_cpu = _call_seconds(ctx, r, shape, during)
             cpu_clock &= is_cpu
             mine[name] = min(mine.get(name, math.inf), seconds)
+            if name == "tiny":
+                tiny.append(seconds)
             B, H, L, S, E = shape
             q, k, v = r(B, H, L, E), r(B, H, S, E), r(B, H, S, E)
             base[name] = min(base.get(name, math.inf), _baseline_seconds(q, k, v))
         if round_ == 0:
             calls_one_round = ctx.calls - calls_before
         growth, excess = _growth(mine, base)
-        if all(_decisive(growth[name], excess[name]) for name in CASES):
+        spread = max(tiny) - min(tiny)
+        if all(_decisive(growth[name], excess[name], mine[name] - mine["tiny"], spread) for name in CASES):
             break  # another round could not change the verdict: every case is far from the line
     # How many rounds ran depends on the timings; the call counts other checks report must not.
     ctx.calls = calls_before + calls_one_round
     unit = max(base["tiny"], 1e-6)
     details = {"clock": "cpu" if cpu_clock else "wall", "unit_seconds": round(unit, 6),
                "tiny": {"shape": _shape(TINY), "seconds": round(mine["tiny"], 6),
-                        "baseline_seconds": round(base["tiny"], 6)},
+                        "baseline_seconds": round(base["tiny"], 6), "spread_seconds": round(spread, 6)},
                "growth": {name: {"shape": _shape(CASES[name]), "seconds": round(mine[name], 6),
                                  "baseline_seconds": round(base[name], 6), "excess_units": round(excess[name], 1),
                                  "growth": round(growth[name], 1)}
                           for name in CASES}}
-    looped = [name for name in CASES if excess[name] >= LOOP_UNITS and growth[name] >= LOOP_GROWTH]
+    looped = [name for name in CASES if _looped(growth[name], excess[name], mine[name] - mine["tiny"], spread)]
     if looped and ctx.device == "cpu":
         heads, length = CASES["heads"][0] * CASES["heads"][1], CASES["sequence"][2]
         if looped == ["heads"]:
@@ -133,6 +147,10 @@ def speed(ctx):
                      "about the same time; use batched tensor operations over every dimension at once "
                      "(optional: not scored)", heads=heads, length=length,
                      heads_growth=growth["heads"], length_growth=growth["sequence"])
+        if any(growth[name] < LOOP_GROWTH for name in looped):  # found by the steady rule: say why
+            said = T("{said} (every call also costs a steady {fixed:.0f} ms whatever its size, which does not "
+                     "hide the {extra:.0f} ms the loop adds)", said=said, fixed=mine["tiny"] * 1e3,
+                     extra=max(mine[name] - mine["tiny"] for name in looped) * 1e3)
         raise Fail(said, details)
     # The time of one larger call, for information: its own (transfer to and from the sandbox
     # included) and the plain version's here, each the CPU time of the call.
@@ -158,10 +176,21 @@ def _growth(mine: dict, base: dict) -> tuple[dict, dict]:
     return growth, excess
 
 
-def _decisive(growth: float, excess: float) -> bool:
+def _looped(growth: float, excess: float, extra: float, spread: float) -> bool:
+    """A loop: past ``LOOP_UNITS``, and grown ``LOOP_GROWTH`` times or ``STEADY`` times the tiny
+    call's own spread (a steady per-call cost lowers the growth, not the extra time)."""
+    return excess >= LOOP_UNITS and (growth >= LOOP_GROWTH or extra >= STEADY * spread)
+
+
+def _decisive(growth: float, excess: float, extra: float, spread: float) -> bool:
     """Far enough from the line that no spike of interference could carry it across: a spike only
-    adds time, to the tiny call (which lowers the growth) or to the case (which raises it)."""
-    return growth < LOOP_GROWTH / 2 or (growth >= 2 * LOOP_GROWTH and excess >= 2 * LOOP_UNITS)
+    adds time, to the tiny call (which lowers the growth and widens the spread) or to the case
+    (which raises both)."""
+    if excess < LOOP_UNITS / 2:
+        return True
+    if growth < LOOP_GROWTH / 2 and extra < STEADY / 2 * spread:
+        return True
+    return excess >= 2 * LOOP_UNITS and (growth >= 2 * LOOP_GROWTH or extra >= 2 * STEADY * spread)
 
 
 def _shape(shape) -> str:

@@ -143,7 +143,54 @@ def describe_status(status: int | None) -> str:
     return f"exit status {status}"
 
 
-class PlainChild:
+class SandboxChild:
+    """What every sandboxed child shares, and the protocol ``SandboxSession`` reads from it.
+
+    A child has a request and a response pipe (``request_fd``, ``response_fd``) and captures of
+    its stdout and stderr (``out``, ``err``: ``_capture``); ``stdout_text``/``stderr_text`` read
+    them, ``_close`` closes pipes by name and ``_join_output`` lets the captures finish. Each kind
+    says how it starts, waits and dies (``wait_exit``, ``describe_exit``, ``kill``), and may
+    override the optional parts declared here with their defaults: ``polite_exit`` (ask it to
+    exit before killing it), ``cgroup`` (None: no cgroup to meter) and ``wait_gone``.
+    """
+
+    polite_exit = True
+    cgroup = None
+    request_fd = response_fd = -1
+
+    def _capture(self, out_fd: int, err_fd: int, limits: Limits) -> None:
+        self.out = OutputCapture(out_fd, limits.output_bytes)
+        self.err = OutputCapture(err_fd, limits.output_bytes)
+        self.out.start()
+        self.err.start()
+
+    def _close(self, *names: str) -> None:
+        """Close the pipes held in these attributes, each once (-1 afterwards)."""
+        for name in names:
+            fd = getattr(self, name)
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+                setattr(self, name, -1)
+
+    def _join_output(self, timeout: float = 1.0) -> None:
+        self.out.join(timeout)
+        self.err.join(timeout)
+
+    def path_of(self, host_path: str) -> str:
+        """Where the child sees a file of the submission's directory."""
+        return host_path
+
+    def stdout_text(self) -> str:
+        return self.out.text()
+
+    def stderr_text(self) -> str:
+        return self.err.text()
+
+
+class PlainChild(SandboxChild):
     """A fresh interpreter running the harness, in its own session, under rlimits."""
 
     def __init__(self, limits: Limits, device: str, apply_rlimits: bool):
@@ -164,19 +211,13 @@ class PlainChild:
         os.close(res_w)
         self.request_fd, self.response_fd = req_w, res_r
         self.stopped = False  # killed by the grader (its time ran out), not by the kernel
-        self.out = OutputCapture(os.dup(self.proc.stdout.fileno()), limits.output_bytes)
-        self.err = OutputCapture(os.dup(self.proc.stderr.fileno()), limits.output_bytes)
+        self._capture(os.dup(self.proc.stdout.fileno()), os.dup(self.proc.stderr.fileno()), limits)
         self.proc.stdout.close()
         self.proc.stderr.close()
-        self.out.start()
-        self.err.start()
 
     @property
     def pid(self) -> int:
         return self.proc.pid
-
-    def path_of(self, host_path: str) -> str:
-        return host_path
 
     def wait_exit(self, timeout: float) -> str:
         try:
@@ -196,20 +237,8 @@ class PlainChild:
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
-        for fd in (self.request_fd, self.response_fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self.request_fd = self.response_fd = -1
-        self.out.join(1.0)
-        self.err.join(1.0)
-
-    def stdout_text(self) -> str:
-        return self.out.text()
-
-    def stderr_text(self) -> str:
-        return self.err.text()
+        self._close("request_fd", "response_fd")
+        self._join_output()
 
 
 class PlainBackend:

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 
 from . import policy, wire
-from .backends import MEMORY_KILLED, OutputCapture, SandboxUnavailable, describe_status
+from .backends import MEMORY_KILLED, OutputCapture, SandboxChild, SandboxUnavailable, describe_status
 from .cgroups import RunCgroup, detect
 from .limits import Limits
 from .runs import UID_BASE, UID_SLOTS, Janitor, Slot  # noqa: F401  (UID_*: tests, docs)
@@ -176,7 +176,7 @@ def shutdown() -> None:
 child_env = policy.child_env  # tests and the local level use it from here
 
 
-class StrictChild:
+class StrictChild(SandboxChild):
     """One walled-in child: its cgroup, slot uid, pipes and output captures."""
 
     def __init__(self, zygote: Zygote, limits: Limits, device: str, submission_dir: str | None,
@@ -222,10 +222,7 @@ class StrictChild:
             os.close(fd)
         self.request_fd, self.response_fd, self.status_fd = pipes[0][1], pipes[1][0], pipes[4][0]
         self._status_buf = b""
-        self.out = OutputCapture(pipes[2][0], limits.output_bytes)
-        self.err = OutputCapture(pipes[3][0], limits.output_bytes)
-        self.out.start()
-        self.err.start()
+        self._capture(pipes[2][0], pipes[3][0], limits)
 
     # -- status pipe: "ready", then the exit status, both from trusted processes ----------
     def _read_status(self, timeout: float) -> None:
@@ -321,11 +318,7 @@ class StrictChild:
         if self.closed:
             return
         self.killed = self.killed or self.exit is None
-        for name in ("request_fd", "response_fd"):
-            fd = getattr(self, name)
-            if fd >= 0:
-                os.close(fd)
-                setattr(self, name, -1)
+        self._close("request_fd", "response_fd")
         self.cgroup.signal_all()
         # What the run printed up to now is in the pipes (the harness flushes before answering):
         # take it without waiting for the processes to finish dying, which the janitor does.
@@ -345,12 +338,6 @@ class StrictChild:
     def _cleanup_cgroup(self) -> None:
         self.closed = True
         janitor.submit(self.cgroup, self.slot)  # kills whatever started, removes, frees the uid
-
-    def stdout_text(self) -> str:
-        return self.out.text()
-
-    def stderr_text(self) -> str:
-        return self.err.text()
 
 
 janitor = Janitor()

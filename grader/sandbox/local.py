@@ -29,7 +29,7 @@ import threading
 
 from . import policy
 from ..i18n import T
-from .backends import GRADER_STOPPED, OutputCapture, SandboxUnavailable, describe_status
+from .backends import GRADER_STOPPED, SandboxChild, SandboxUnavailable, describe_status
 from .limits import Limits
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -232,10 +232,8 @@ def _forget_after_fork() -> None:
 os.register_at_fork(after_in_child=_forget_after_fork)
 
 
-class LocalChild:
+class LocalChild(SandboxChild):
     """One forked child running the harness, with its pipes and output captures."""
-
-    polite_exit = True
 
     def __init__(self, server: ForkServer, limits: Limits, device: str):
         req_r, req_w = os.pipe()
@@ -257,13 +255,7 @@ class LocalChild:
         self.request_fd, self.response_fd, self.status_fd = req_w, res_r, status_r
         self.exit: int | None = None
         self.stopped = False  # killed by the grader (its time ran out), not by the kernel
-        self.out = OutputCapture(out_r, limits.output_bytes)
-        self.err = OutputCapture(err_r, limits.output_bytes)
-        self.out.start()
-        self.err.start()
-
-    def path_of(self, host_path: str) -> str:
-        return host_path
+        self._capture(out_r, err_r, limits)
 
     def _read_status(self, timeout: float) -> None:
         if self.exit is not None or self.status_fd < 0:
@@ -293,22 +285,8 @@ class LocalChild:
             except (ProcessLookupError, PermissionError):
                 pass
             self._read_status(10.0)
-        for name in ("request_fd", "response_fd", "status_fd"):
-            fd = getattr(self, name)
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-                setattr(self, name, -1)
-        self.out.join(1.0)
-        self.err.join(1.0)
-
-    def stdout_text(self) -> str:
-        return self.out.text()
-
-    def stderr_text(self) -> str:
-        return self.err.text()
+        self._close("request_fd", "response_fd", "status_fd")
+        self._join_output()
 
 
 class LocalBackend:

@@ -1,7 +1,8 @@
 # attack: a 900-deep attribute chain makes a recursive rendering of it (ast.unparse) raise inside the
-# source scan: a scan that cannot finish must be a detection, never a pass
+# source scan: a scan that cannot finish must be a detection, never a pass; it names torch's attention
+# but never calls it, so where the run confirms static findings it costs forbidden.static alone
 # task: sdpa
-# expect: builtin
+# expect: static
 import math
 
 import torch
