@@ -100,6 +100,9 @@ SETTINGS: tuple[Setting, ...] = (
        "and the demo credentials", "service"),
     _S("DATABASE_URL", str, None, "SQLAlchemy URL, e.g. `postgresql+psycopg://user@host/db`", "service",
        shown="SQLite in the instance folder"),
+    _S("MIGRATION_LOCK_TIMEOUT", int, 10, "seconds `attn-grader db upgrade` waits for a table's lock "
+       "on PostgreSQL before that migration gives up (rolled back, the earlier ones kept: run it "
+       "again once the long transaction ended) instead of holding every query on the table", "service"),
     _S("SECRET_KEY", str, None, "Flask's secret for sessions and CSRF", "service",
        shown="generated once into `<instance>/secret_key` (0600)"),
     _S("QUIZ_SECRET", str, None, "key of the per-student quiz variants (HMAC)", "service",

@@ -39,7 +39,8 @@ def test_db_upgrade_then_current(tmp_path):
     runner = CliRunner()
     result = runner.invoke(main, ["db", "current"], env=env)
     assert f"database: (empty); code: {head}" in result.output
-    assert "run `attn-grader db upgrade`" in result.output
+    assert "NOT usable: has no tables yet" in result.output
+    assert "Run `attn-grader db upgrade`" in result.output
     result = runner.invoke(main, ["serve", "--port", "5999"], env=env)
     assert result.exit_code == 1 and "Run `attn-grader db upgrade`" in result.output
     result = runner.invoke(main, ["db", "upgrade"], env=env)

@@ -440,6 +440,15 @@ class SimilarityReport(Base):
 
     assignment: Mapped[Assignment] = relationship()
 
+class SchemaRevision(Base):
+    """The migration chain as the release that last migrated this database knew it, so that
+    older code can tell whether it may run on a newer schema (``web.schema``)."""
+    __tablename__ = "schema_revisions"
+    revision: Mapped[str] = mapped_column(String(64), primary_key=True)
+    down_revision: Mapped[str | None] = mapped_column(String(64))
+    compatible_with_previous: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
 # The LTI tables live next to the LTI code; importing them here puts them on Base.metadata
 # wherever the models are used (migrations, the model/migration comparison). A module, not
 # names: web.lti.models may be the first of the two imported (it imports this one).
