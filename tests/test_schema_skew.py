@@ -143,3 +143,36 @@ def test_restarts_back_off_while_a_worker_keeps_exiting_soon_after_its_start():
     assert backoff.after_exit(now) == 0
     backoff.started(now)
     assert backoff.after_exit(now + 1) == 1
+
+
+@pytest.mark.integration
+def test_a_migration_waiting_for_a_lock_gives_up_after_the_lock_timeout(pg_url, monkeypatch):
+    """O8: behind a long transaction the migration fails after MIGRATION_LOCK_TIMEOUT, rolled
+    back, instead of queueing every later query on the table behind its lock."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import OperationalError
+
+    from web.db import current_revision, upgrade
+
+    server = pg_url.rsplit("/", 1)[0]
+    admin = create_engine(f"{server}/test", isolation_level="AUTOCOMMIT")
+    url = f"{pg_url}_lock"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{url.rsplit("/", 1)[1]}"'))
+    try:
+        upgrade(url, "0009")
+        monkeypatch.setenv("ATTN_GRADER_MIGRATION_LOCK_TIMEOUT", "1")
+        holder = create_engine(url)
+        with holder.connect() as long_transaction:
+            long_transaction.execute(text("LOCK TABLE submissions IN ACCESS SHARE MODE"))
+            with pytest.raises(OperationalError, match="lock timeout"):
+                upgrade(url)
+        holder.dispose()
+        assert current_revision(get_engine(url)) == "0009"  # nothing half-applied
+        upgrade(url)  # run again once the long transaction ended
+        assert check_migrated(get_engine(url)).summary == "ok"
+    finally:
+        get_engine(url).dispose()
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)'))
+        admin.dispose()

@@ -62,8 +62,10 @@ def create_app(config: dict | None = None) -> Flask:
     # PAGES off: the JSON API alone (tests of the API, an API-only host).
     if cfg["PAGES"]:
         from . import pages
+        from .public_ids import bp as links_bp
 
         pages.register(app)
+        app.register_blueprint(links_bp)  # /s/<public id>: the page link handed out
     return app
 
 

@@ -13,6 +13,7 @@ Who grades what:
 """
 from __future__ import annotations
 
+import secrets
 from datetime import datetime, timezone
 
 from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer,
@@ -36,6 +37,11 @@ ANSWER_POLICIES = ("single_try", "penalised_tries")
 QUIZ_ANSWER_STATES = ("open", "pending", "final")  # QuizAnswer.state
 QUIZ_TRY_STATUSES = ("pending", "graded", "failed")
 PREFER_GPU = "prefer-gpu"  # Assignment.device: a GPU if one is free soon, else a CPU
+
+
+def new_public_id() -> str:
+    """A submission's public id: 64 random bits in hex (``web.public_ids`` says why)."""
+    return secrets.token_hex(8)
 
 
 def utcnow() -> datetime:
@@ -173,6 +179,9 @@ class Submission(Base):
     __tablename__ = "submissions"
     __table_args__ = (Index("ix_submissions_assignment_user", "assignment_id", "user_id"),)
     id: Mapped[int] = mapped_column(primary_key=True)
+    # What links and receipts name: never handed out twice, even after a restore (the id is).
+    public_id: Mapped[str] = mapped_column(String(16), unique=True, index=True,
+                                           default=new_public_id)
     assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"))
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     task_id: Mapped[str] = mapped_column(String(64))

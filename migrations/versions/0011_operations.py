@@ -1,4 +1,11 @@
-"""Operations: the migration chain recorded for older code (``schema_revisions``).
+"""Operations: the migration chain recorded for older code (``schema_revisions``), and
+submissions' public ids (links and receipts that a restore cannot hand out again).
+
+Written for a live, large table (docs/operators/upgrading.md, "Migrations on large
+tables"): on PostgreSQL the new column is added without a default (no table rewrite), its
+default is set for new rows, the existing rows are filled in batches, and the unique index
+is built CONCURRENTLY outside the transaction. SQLite copies the table (batch mode), which
+evaluates the column's default for every existing row.
 
 Revision ID: 0011
 Revises: 0009 (the lead chains it after 0010 when merging)
@@ -10,9 +17,15 @@ revision = '0011'
 down_revision = '0009'
 branch_labels = None
 depends_on = None
-# Expand only: new tables and columns the previous release's code never reads, and
+# Expand only: new tables and columns the previous release's code never reads, a column
+# the database fills by itself where the previous release inserts without it, and
 # constraints its writes already meet (web/schema.py states the rule).
 compatible_with_previous = True
+
+# web.public_ids.SQL_DEFAULT, verbatim: 16 random hex characters drawn per row.
+PG_DEFAULT = "substr(md5(random()::text || clock_timestamp()::text), 1, 16)"
+SQLITE_DEFAULT = "lower(hex(randomblob(8)))"
+BATCH = 10_000  # rows per UPDATE while filling public ids on PostgreSQL
 
 
 def upgrade() -> None:
@@ -23,7 +36,30 @@ def upgrade() -> None:
         sa.Column("compatible_with_previous", sa.Boolean(), nullable=False),
         sa.PrimaryKeyConstraint("revision", name=op.f("pk_schema_revisions")),
     )
+    if op.get_bind().dialect.name == "postgresql":
+        _public_ids_postgresql()
+    else:
+        with op.batch_alter_table("submissions", recreate="always") as batch:
+            batch.add_column(sa.Column("public_id", sa.String(length=16), nullable=False,
+                                       server_default=sa.text(f"({SQLITE_DEFAULT})")))
+            batch.create_index("ix_submissions_public_id", ["public_id"], unique=True)
+
+
+def _public_ids_postgresql() -> None:
+    op.add_column("submissions", sa.Column("public_id", sa.String(length=16), nullable=True))
+    op.alter_column("submissions", "public_id", server_default=sa.text(PG_DEFAULT))
+    while op.get_bind().execute(sa.text(
+            f"UPDATE submissions SET public_id = {PG_DEFAULT} WHERE id IN "
+            f"(SELECT id FROM submissions WHERE public_id IS NULL LIMIT {BATCH})")).rowcount:
+        pass
+    with op.get_context().autocommit_block():  # CONCURRENTLY: writes go on while it builds
+        op.create_index("ix_submissions_public_id", "submissions", ["public_id"], unique=True,
+                        postgresql_concurrently=True)
+    op.alter_column("submissions", "public_id", nullable=False)
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("submissions") as batch:
+        batch.drop_index("ix_submissions_public_id")
+        batch.drop_column("public_id")
     op.drop_table("schema_revisions")
