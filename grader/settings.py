@@ -173,6 +173,11 @@ SETTINGS: tuple[Setting, ...] = (
        "`ERROR`", "logging", shown="`INFO` (`WARNING` for `serve`, which still writes its `web.access` lines)"),
     _S("LOG_FORMAT", str, None, "`json` (one object per line) or `text`", "logging",
        choices=("json", "text"), shown="`json` (`text` on a terminal)"),
+    _S("ACCESS_LOG_DIR", str, None, "folder where the web service also keeps its access lines as one "
+       "JSON-lines file a day (`access-YYYY-MM-DD.jsonl`), which `attn-grader data` exports, "
+       "anonymises and prunes", "logging", shown="unset (access lines go to the log stream only)"),
+    _S("ACCESS_LOG_RETENTION_DAYS", int, 90, "days of access-log files `attn-grader data prune-logs` "
+       "keeps in `ACCESS_LOG_DIR` (run it daily, e.g. from a systemd timer or cron)", "logging"),
     _S("METRICS_TOKEN", str, None, "if set, `/metrics` needs `Authorization: Bearer <token>`", "logging"),
     # -- the sandbox: one submission's run (grader/sandbox/policy.py's Limits reads these)
     _S("SANDBOX_MEMORY_BYTES", int, 2 * GiB, "memory of a run: the cgroup's memory.max (all its "

@@ -458,6 +458,21 @@ class SchemaRevision(Base):
     compatible_with_previous: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
+class DataRequest(Base):
+    """A data-protection request carried out (``web.services.data_requests``): who asked the
+    service for what about whom, and how many records it covered. Kept after an erasure."""
+    __tablename__ = "data_requests"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(10))  # export | erasure
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"),
+                                                index=True)
+    subject: Mapped[str] = mapped_column(String(254))  # the e-mail then; "user <id>" once erased
+    operator: Mapped[str] = mapped_column(String(200), default="")
+    reference: Mapped[str] = mapped_column(String(200), default="")  # the request's ticket
+    counts: Mapped[dict] = mapped_column(JSON)  # records per table (and access lines)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
 # The LTI tables live next to the LTI code; importing them here puts them on Base.metadata
 # wherever the models are used (migrations, the model/migration comparison). A module, not
 # names: web.lti.models may be the first of the two imported (it imports this one).

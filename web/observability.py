@@ -412,3 +412,8 @@ def init_app(app: Flask) -> None:
     for unavailable in (OperationalError, InterfaceError):
         app.register_error_handler(unavailable, _database_error)
     app.register_blueprint(bp)
+    if app.config.get("ACCESS_LOG_DIR"):  # the access lines a data request can answer for
+        from .access_files import keep_access_files
+
+        keep_access_files(access_log, app.config["ACCESS_LOG_DIR"])
+

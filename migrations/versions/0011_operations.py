@@ -1,5 +1,6 @@
-"""Operations: the migration chain recorded for older code (``schema_revisions``), and
-submissions' public ids (links and receipts that a restore cannot hand out again).
+"""Operations: the migration chain recorded for older code (``schema_revisions``),
+submissions' public ids (links and receipts that a restore cannot hand out again), and the
+record of data-protection requests (``data_requests``).
 
 Written for a live, large table (docs/operators/upgrading.md, "Migrations on large
 tables"): on PostgreSQL the new column is added without a default (no table rewrite), its
@@ -36,6 +37,21 @@ def upgrade() -> None:
         sa.Column("compatible_with_previous", sa.Boolean(), nullable=False),
         sa.PrimaryKeyConstraint("revision", name=op.f("pk_schema_revisions")),
     )
+    op.create_table(
+        "data_requests",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("kind", sa.String(length=10), nullable=False),
+        sa.Column("user_id", sa.Integer(), nullable=True),
+        sa.Column("subject", sa.String(length=254), nullable=False),
+        sa.Column("operator", sa.String(length=200), nullable=False),
+        sa.Column("reference", sa.String(length=200), nullable=False),
+        sa.Column("counts", sa.JSON(), nullable=False),
+        sa.Column("created_at", sa.DateTime(), nullable=False),
+        sa.ForeignKeyConstraint(["user_id"], ["users.id"], ondelete="SET NULL",
+                                name=op.f("fk_data_requests_user_id_users")),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_data_requests")),
+    )
+    op.create_index(op.f("ix_data_requests_user_id"), "data_requests", ["user_id"])
     if op.get_bind().dialect.name == "postgresql":
         _public_ids_postgresql()
     else:
@@ -62,4 +78,6 @@ def downgrade() -> None:
     with op.batch_alter_table("submissions") as batch:
         batch.drop_index("ix_submissions_public_id")
         batch.drop_column("public_id")
+    op.drop_index(op.f("ix_data_requests_user_id"), table_name="data_requests")
+    op.drop_table("data_requests")
     op.drop_table("schema_revisions")
