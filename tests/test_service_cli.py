@@ -179,7 +179,7 @@ def test_regrade_of_one_submission_skips_one_already_queued(service):
 def test_a_worker_dying_mid_regrade_leaves_the_job_graded_or_failed(service):
     from web.dispatch import claim as claims
     from web.dispatch.reconciler import HOST_LOST, reconcile
-    from web.services.grading import report_to_dict
+    from web.services.grading import record_job_result, report_to_dict
     from web.services.regrade import RETRY_BUDGET, queue_regrades
 
     ids = _graded(service, {"ada@example.org": "# SCORE=7\n", "bob@example.org": "# SCORE=5\n"})
@@ -192,7 +192,7 @@ def test_a_worker_dying_mid_regrade_leaves_the_job_graded_or_failed(service):
     rescuer = GradingWorker(service.engine, service.config, grade_fn=better_grader, name="rescuer")
     assert rescuer.run_once() == "done"
     late = report_to_dict(fake_grade("# SCORE=1\n", "sdpa"))
-    assert not claims.finish(service.engine, doomed, late)  # fenced: the dead attempt is stale
+    assert not claims.finish(service.engine, doomed, late, record_job_result)  # fenced: the dead attempt is stale
     with session_factory(service.engine)() as session:
         sub = session.get(Submission, ada)
         assert (sub.job.status, sub.job.attempts, sub.job.worker) == ("done", 3, "rescuer")

@@ -13,17 +13,30 @@ Who grades what:
 """
 from __future__ import annotations
 
+import enum
 import secrets
 from datetime import datetime, timezone
 
-from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer,
+from sqlalchemy import (JSON, BigInteger, Boolean, CheckConstraint, DateTime, Float, ForeignKey, Index, Integer,
                         MetaData, String, Text, UniqueConstraint, text)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 ROLES = ("student", "instructor")
 LATE_POLICIES = ("reject", "accept", "penalty")  # penalty: score * (1 - late_penalty)
 FEEDBACK_LEVELS = ("full", "score", "after_deadline")  # what a student sees of the checks
-JOB_STATUSES = ("queued", "running", "done", "failed")
+class JobStatus(enum.StrEnum):
+    """A grading job's status: the only values ``grading_jobs.status`` takes (a CHECK
+    constraint holds the database to them). Members are strings, so they compare and store
+    as the plain words."""
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+JOB_STATUSES = tuple(status.value for status in JobStatus)
+JOB_STATUS_CHECK = "status IN ('queued', 'running', 'done', 'failed')"  # migration 0011 too
+HOST_LOST = "grading host lost"  # the error of a job failed because its workers kept vanishing
 QUEUES = ("cpu", "gpu")
 # The jobs a worker may claim are among these: queued, or running with a lease that may have
 # expired. ``ix_grading_jobs_pending`` holds only them, so a claim's look-up does not grow with
@@ -213,6 +226,7 @@ class GradingJob(Base):
     workers claim it with a conditional update."""
     __tablename__ = "grading_jobs"
     __table_args__ = (Index("ix_grading_jobs_claim", "status", "queue", "id"),
+                      CheckConstraint(JOB_STATUS_CHECK, name="status"),
                       # the claim's pick, in claim order (web.dispatch.claim.claim_next)
                       Index("ix_grading_jobs_pending", "queue", "queued_at", "id",
                             postgresql_where=PENDING_JOBS, sqlite_where=PENDING_JOBS))
@@ -222,7 +236,7 @@ class GradingJob(Base):
     quiz_try_id: Mapped[int | None] = mapped_column(
         ForeignKey("quiz_tries.id", ondelete="CASCADE"), unique=True)
     queue: Mapped[str] = mapped_column(String(10), default="cpu")
-    status: Mapped[str] = mapped_column(String(10), default="queued")
+    status: Mapped[str] = mapped_column(String(10), default=JobStatus.QUEUED)  # JobStatus
     attempts: Mapped[int] = mapped_column(Integer, default=0)  # also the fencing token
     max_attempts: Mapped[int] = mapped_column(Integer, default=3)
     lease_until: Mapped[datetime | None] = mapped_column(DateTime)

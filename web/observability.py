@@ -262,7 +262,7 @@ class DatabaseCollector:
         self.engine = engine
 
     def collect(self):
-        from .dispatch.reconciler import HOST_LOST
+        from .models import HOST_LOST
         from .models import GradingJob as J, Result, Submission, utcnow
 
         started = time.perf_counter()

@@ -1,6 +1,7 @@
 """Operations: the migration chain recorded for older code (``schema_revisions``),
 submissions' public ids (links and receipts that a restore cannot hand out again), and the
-record of data-protection requests (``data_requests``).
+record of data-protection requests (``data_requests``); grading jobs' statuses held to
+``web.models.JobStatus`` by a CHECK constraint.
 
 Written for a live, large table (docs/operators/upgrading.md, "Migrations on large
 tables"): on PostgreSQL the new column is added without a default (no table rewrite), its
@@ -26,6 +27,7 @@ compatible_with_previous = True
 # web.public_ids.SQL_DEFAULT, verbatim: 16 random hex characters drawn per row.
 PG_DEFAULT = "substr(md5(random()::text || clock_timestamp()::text), 1, 16)"
 SQLITE_DEFAULT = "lower(hex(randomblob(8)))"
+JOB_STATUS_CHECK = "status IN ('queued', 'running', 'done', 'failed')"  # web.models.JobStatus
 BATCH = 10_000  # rows per UPDATE while filling public ids on PostgreSQL
 
 
@@ -54,11 +56,17 @@ def upgrade() -> None:
     op.create_index(op.f("ix_data_requests_user_id"), "data_requests", ["user_id"])
     if op.get_bind().dialect.name == "postgresql":
         _public_ids_postgresql()
+        # NOT VALID, then VALIDATE: the scan runs without blocking the table's writes
+        op.execute(f"ALTER TABLE grading_jobs ADD CONSTRAINT ck_grading_jobs_status "
+                   f"CHECK ({JOB_STATUS_CHECK}) NOT VALID")
+        op.execute("ALTER TABLE grading_jobs VALIDATE CONSTRAINT ck_grading_jobs_status")
     else:
         with op.batch_alter_table("submissions", recreate="always") as batch:
             batch.add_column(sa.Column("public_id", sa.String(length=16), nullable=False,
                                        server_default=sa.text(f"({SQLITE_DEFAULT})")))
             batch.create_index("ix_submissions_public_id", ["public_id"], unique=True)
+        with op.batch_alter_table("grading_jobs", recreate="always") as batch:
+            batch.create_check_constraint("status", sa.text(JOB_STATUS_CHECK))
 
 
 def _public_ids_postgresql() -> None:
@@ -75,6 +83,8 @@ def _public_ids_postgresql() -> None:
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("grading_jobs") as batch:
+        batch.drop_constraint(op.f("ck_grading_jobs_status"), type_="check")
     with op.batch_alter_table("submissions") as batch:
         batch.drop_index("ix_submissions_public_id")
         batch.drop_column("public_id")

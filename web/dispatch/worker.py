@@ -34,7 +34,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from ..db import DatabaseNotMigrated, check_migrated, get_engine
-from ..services.grading import grading_seed, load_grade_function, report_to_dict
+from ..services.grading import (grading_seed, load_grade_function, record_job_failure,
+                                record_job_result, report_to_dict)
 from ..observability import configure_logging, is_disk_full, log_context
 from . import claim as claims
 from . import wakeup
@@ -143,13 +144,15 @@ class GradingWorker:
                       traceback.format_exc())
             return while_unreachable(
                 f"job {claim.job_id}: releasing it",
-                lambda: claims.release(self.engine, claim, f"{type(exc).__name__}: {exc}"),
+                lambda: claims.release(self.engine, claim, f"{type(exc).__name__}: {exc}",
+                                       record_job_failure),
                 self.retry_budget) or "stale"
         finally:
             stop_renewing.set()
             renewer.join()
         if while_unreachable(f"job {claim.job_id}: storing its result",
-                             lambda: claims.finish(self.engine, claim, data), self.retry_budget):
+                             lambda: claims.finish(self.engine, claim, data, record_job_result),
+                             self.retry_budget):
             return "done"
         log.warning("job %s attempt %s was superseded; result dropped", claim.job_id,
                     claim.attempt)
