@@ -63,8 +63,9 @@ def fill(path: Path, chunk: int = 1 << 20) -> int:
 
 
 @contextmanager
-def private_postgres(data_dir: Path, port: int):
-    """A PostgreSQL cluster in ``data_dir`` (on the drill's disk) on 127.0.0.1:``port``."""
+def private_postgres(data_dir: Path, port: int, options: str = ""):
+    """A PostgreSQL cluster in ``data_dir`` (on the drill's disk) on 127.0.0.1:``port``;
+    ``options``: more ``-c name=value`` settings. Yields (URL, the pg_ctl command prefix)."""
     sockets = data_dir.parent / f"sockets-{port}"
     sockets.mkdir(exist_ok=True)
     shutil.chown(data_dir.parent, "postgres")
@@ -73,7 +74,7 @@ def private_postgres(data_dir: Path, port: int):
     run([*as_pg, str(PG_BIN / "initdb"), "-D", str(data_dir), "-A", "trust", "-U", "postgres",
          "--no-sync"])
     options = (f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c shared_buffers=16MB "
-               "-c max_wal_size=64MB -c min_wal_size=32MB -c fsync=on")
+               f"-c max_wal_size=64MB -c min_wal_size=32MB -c fsync=on {options}")
     pg_ctl = [*as_pg, str(PG_BIN / "pg_ctl"), "-D", str(data_dir), "-o", options,
               "-l", str(data_dir.parent / f"postgres-{port}.log")]
     run([*pg_ctl, "-w", "start"])
