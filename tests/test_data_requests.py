@@ -33,7 +33,8 @@ def _people_with_work(service):
     from web.services.users import add_user
 
     with session_factory(service.engine)() as session:
-        ada = add_user(session, f"ada.{uuid.uuid4().hex[:8]}@example.org", "student", password="a passphrase")
+        ada = add_user(session, f"ada.{uuid.uuid4().hex[:8]}@example.org", "student",
+                       password="a passphrase")
         service.people = {**service.people, "ada": {"id": ada.id, "email": ada.email,
                                                      "token": issue_token(session, ada)}}
         session.commit()
@@ -56,8 +57,9 @@ def _people_with_work(service):
                                key_set_url="https://lms.example/jwks", deployment_ids=["1"])
         session.add(platform)
         session.flush()
+        keyed = {"issuer": platform.issuer} if hasattr(LtiUser, "issuer") else {}  # 0010 on
         session.add(LtiUser(platform_id=platform.id, sub="lms-ada", user_id=ada,
-                            given_name="Ada", family_name="Lovelace"))
+                            given_name="Ada", family_name="Lovelace", **keyed))
         quiz = find_assignment(session, "quiz")
         attempt = QuizAttempt(assignment_id=quiz.id, user_id=ada, status="submitted", score=1.0,
                               max_score=2.0)
