@@ -441,28 +441,6 @@ class Invitation(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
 
 
-class SimilarityReport(Base):
-    """One similarity run over an assignment's latest submissions, computed in the background.
-
-    ``pairs`` holds, per suspicious pair, both submission ids, both similarities and the shared
-    character ranges of each file (copydetect's slices), so the side-by-side page needs no
-    recomputation.
-    """
-    __tablename__ = "similarity_reports"
-    id: Mapped[int] = mapped_column(primary_key=True)
-    assignment_id: Mapped[int] = mapped_column(
-        ForeignKey("assignments.id", ondelete="CASCADE"), index=True)
-    status: Mapped[str] = mapped_column(String(12), default="computing")
-    threshold: Mapped[float] = mapped_column(Float, default=0.5)
-    submission_count: Mapped[int] = mapped_column(Integer, default=0)
-    pairs: Mapped[list | None] = mapped_column(JSON)
-    error: Mapped[str | None] = mapped_column(Text)
-    requested_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
-    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
-
-    assignment: Mapped[Assignment] = relationship()
-
 class SchemaRevision(Base):
     """The migration chain as the release that last migrated this database knew it, so that
     older code can tell whether it may run on a newer schema (``web.schema``)."""
@@ -486,6 +464,28 @@ class DataRequest(Base):
     counts: Mapped[dict] = mapped_column(JSON)  # records per table (and access lines)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
+
+class SimilarityReport(Base):
+    """One similarity run over an assignment's latest submissions, computed in the background.
+
+    ``pairs`` holds, per suspicious pair, both submission ids, both similarities and the shared
+    character ranges of each file (copydetect's slices), so the side-by-side page needs no
+    recomputation.
+    """
+    __tablename__ = "similarity_reports"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(
+        ForeignKey("assignments.id", ondelete="CASCADE"), index=True)
+    status: Mapped[str] = mapped_column(String(12), default="computing")
+    threshold: Mapped[float] = mapped_column(Float, default=0.5)
+    submission_count: Mapped[int] = mapped_column(Integer, default=0)
+    pairs: Mapped[list | None] = mapped_column(JSON)
+    error: Mapped[str | None] = mapped_column(Text)
+    requested_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    assignment: Mapped[Assignment] = relationship()
 
 # The LTI tables live next to the LTI code; importing them here puts them on Base.metadata
 # wherever the models are used (migrations, the model/migration comparison). A module, not
