@@ -5,6 +5,7 @@ import json
 import uuid
 from datetime import date, timedelta
 
+import pytest
 from click.testing import CliRunner
 from sqlalchemy import func, select
 
@@ -24,12 +25,13 @@ def _env(config):
             ("DATABASE_URL", "INSTANCE_PATH", "SECRET_KEY", "ACCESS_LOG_DIR")}
 
 
-def _people_with_work(service):
-    """"ada" (a student of this test's own: the PostgreSQL people outlive a test) and bob
-    submit through the API (access lines kept) and are graded; ada has an LMS identity, a
-    written quiz answer and a program that printed something."""
+@pytest.fixture
+def service(service):
+    """The service with an "ada" of this test's own, deleted afterwards: on PostgreSQL the
+    seeded people outlive a test, and an erasure must not touch theirs."""
+    from sqlalchemy import delete
+
     from web.auth import issue_token
-    from web.lti.models import LtiPlatform, LtiUser
     from web.services.users import add_user
 
     with session_factory(service.engine)() as session:
@@ -38,6 +40,16 @@ def _people_with_work(service):
         service.people = {**service.people, "ada": {"id": ada.id, "email": ada.email,
                                                      "token": issue_token(session, ada)}}
         session.commit()
+    yield service
+    with service.engine.begin() as conn:  # its rows go with it (ON DELETE CASCADE)
+        conn.execute(delete(User).where(User.id == service.people["ada"]["id"]))
+
+
+def _people_with_work(service):
+    """ada (the fixture's) and bob submit through the API (access lines kept) and are graded;
+    ada has an LMS identity, a written quiz answer and a program that printed something."""
+    from web.lti.models import LtiPlatform, LtiUser
+
     service.config["ACCESS_LOG_DIR"] = str(service.tmp_path / "access")
     app = create_app(service.config)
     client = app.test_client()
