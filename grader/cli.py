@@ -30,6 +30,7 @@ SERVER_COMMANDS = {
     "users": ("web.cli:users", "Manage accounts and API tokens."),
     "regrade": ("web.regrade_command:regrade", "Regrade submissions through the job queue; shows the changes."),
     "reconcile": ("web.cli:reconcile", "Re-notify lost grading jobs; fail those past max attempts."),
+    "data": ("web.data_command:data", "A person's data on request (export, erasure); access-log retention."),
     "sandbox": ("grader.sandbox.cli:sandbox", "The sandbox: `sandbox policy` prints what a submission can touch."),
     "lti": ("web.lti.cli:lti", "LMS integration (LTI 1.3): platforms, keys, tool URLs, passback, rosters."),
     "questions": ("questions.cli:questions", "The self-check question bank: validate, list, show, export."),

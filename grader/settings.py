@@ -100,6 +100,9 @@ SETTINGS: tuple[Setting, ...] = (
        "and the demo credentials", "service"),
     _S("DATABASE_URL", str, None, "SQLAlchemy URL, e.g. `postgresql+psycopg://user@host/db`", "service",
        shown="SQLite in the instance folder"),
+    _S("MIGRATION_LOCK_TIMEOUT", int, 10, "seconds `attn-grader db upgrade` waits for a table's lock "
+       "on PostgreSQL before that migration gives up (rolled back, the earlier ones kept: run it "
+       "again once the long transaction ended) instead of holding every query on the table", "service"),
     _S("SECRET_KEY", str, None, "Flask's secret for sessions and CSRF", "service",
        shown="generated once into `<instance>/secret_key` (0600)"),
     _S("QUIZ_SECRET", str, None, "key of the per-student quiz variants (HMAC)", "service",
@@ -170,6 +173,11 @@ SETTINGS: tuple[Setting, ...] = (
        "`ERROR`", "logging", shown="`INFO` (`WARNING` for `serve`, which still writes its `web.access` lines)"),
     _S("LOG_FORMAT", str, None, "`json` (one object per line) or `text`", "logging",
        choices=("json", "text"), shown="`json` (`text` on a terminal)"),
+    _S("ACCESS_LOG_DIR", str, None, "folder where the web service also keeps its access lines as one "
+       "JSON-lines file a day (`access-YYYY-MM-DD.jsonl`), which `attn-grader data` exports, "
+       "anonymises and prunes", "logging", shown="unset (access lines go to the log stream only)"),
+    _S("ACCESS_LOG_RETENTION_DAYS", int, 90, "days of access-log files `attn-grader data prune-logs` "
+       "keeps in `ACCESS_LOG_DIR` (run it daily, e.g. from a systemd timer or cron)", "logging"),
     _S("METRICS_TOKEN", str, None, "if set, `/metrics` needs `Authorization: Bearer <token>`", "logging"),
     # -- the sandbox: one submission's run (grader/sandbox/policy.py's Limits reads these)
     _S("SANDBOX_MEMORY_BYTES", int, 2 * GiB, "memory of a run: the cgroup's memory.max (all its "

@@ -252,7 +252,7 @@ def _reset_pg(url: str) -> None:
     with engine.begin() as conn:
         conn.execute(text("TRUNCATE manual_grades, quiz_answers, quiz_attempts, check_results, "
                           "results, grading_jobs, submissions, similarity_reports, assignments, "
-                          "invitations, signup_settings, "
+                          "invitations, signup_settings, data_requests, "
                           "lti_score_syncs, lti_resource_links, lti_contexts, lti_users, "
                           "lti_platforms, lti_launch_data RESTART IDENTITY CASCADE"))
     with session_factory(engine)() as session:

@@ -45,7 +45,7 @@ def test_submit_json_then_poll_until_graded(api):
     r = api.post("ada", task="sdpa", code="def f():\n    pass  # SCORE=7\n")
     assert r.status_code == 202
     body = r.get_json()
-    assert body["status"] == "queued" and body["url"].endswith(f"/api/v1/submissions/{body['id']}")
+    assert body["status"] == "queued" and body["url"].endswith(f"/api/v1/submissions/{body['public_id']}")
     assert r.headers["Location"] == body["url"]
     assert api.get("ada", body["url"]).get_json()["status"] == "queued"
     assert api.worker.run_once() == "done"

@@ -8,6 +8,7 @@ from sqlalchemy import select
 from service_support import fake_grade
 from web.db import session_factory
 from web.dispatch import claim as claims
+from web.services.grading import record_job_failure, record_job_result
 from web.dispatch.reconciler import HOST_LOST, reconcile
 from web.dispatch.worker import GradingWorker
 from web.models import GradingJob, User, utcnow
@@ -128,14 +129,15 @@ def test_a_stale_attempt_cannot_overwrite_the_newer_result(service):
     stale = claims.claim_next(service.engine, "w1", lease_seconds=1)
     current = claims.claim_next(service.engine, "w2", lease_seconds=1,
                                 now=utcnow() + timedelta(seconds=5))
-    assert claims.finish(service.engine, current, fake_grade("# SCORE=9\n", "sdpa"))
-    assert not claims.finish(service.engine, stale, fake_grade("# SCORE=1\n", "sdpa"))
-    assert claims.release(service.engine, stale, "late error") is None
+    assert claims.finish(service.engine, current, fake_grade("# SCORE=9\n", "sdpa"),
+                         record_job_result)
+    assert not claims.finish(service.engine, stale, fake_grade("# SCORE=1\n", "sdpa"), record_job_result)
+    assert claims.release(service.engine, stale, "late error", record_job_failure) is None
     job, sub, results = _job(service, job_id)
     assert (job.status, job.attempts, sub.score) == ("done", 2, 9.0)
     assert [(r.job_attempt, r.score) for r in results] == [(2, 9.0)]
     # the same attempt cannot store a second result either
-    assert not claims.finish(service.engine, current, fake_grade("# SCORE=3\n", "sdpa"))
+    assert not claims.finish(service.engine, current, fake_grade("# SCORE=3\n", "sdpa"), record_job_result)
 
 
 def test_results_keep_every_check_and_the_whole_report(service):
@@ -232,7 +234,7 @@ def test_a_slow_worker_still_delivers_after_the_reconciler_gave_up(service):
         session.commit()
     slow = claims.claim_next(service.engine, "slow", lease_seconds=1)
     assert reconcile(service.engine, now=utcnow() + timedelta(seconds=5)).failed == [job_id]
-    assert claims.finish(service.engine, slow, fake_grade("# SCORE=8\n", "sdpa"))
+    assert claims.finish(service.engine, slow, fake_grade("# SCORE=8\n", "sdpa"), record_job_result)
     job, sub, results = _job(service, job_id)
     assert (job.status, sub.status, sub.score, sub.error) == ("done", "done", 8.0, None)
 
@@ -438,3 +440,19 @@ def test_a_claim_or_store_waits_out_an_unreachable_database_but_not_a_full_disk(
     assert calls == [1]  # a full disk is not waited out: the job's lease expires, it is retried
     with pytest.raises(OperationalError):  # nor an outage longer than the budget
         worker_module.while_unreachable("claim", lambda: (_ for _ in ()).throw(down), budget=0.05)
+
+
+def test_job_statuses_are_constrained_values(service):
+    """Statuses are ``JobStatus`` members, and the database refuses any other word."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import IntegrityError
+
+    from web.models import JOB_STATUSES, JobStatus
+
+    assert JOB_STATUSES == ("queued", "running", "done", "failed") and JobStatus.DONE == "done"
+    _submit(service, "# SCORE=5\n")
+    with pytest.raises(IntegrityError, match="ck_grading_jobs_status|CHECK constraint"):
+        with service.engine.begin() as conn:
+            conn.execute(text("UPDATE grading_jobs SET status = 'finished'"))
+    with service.engine.begin() as conn:
+        conn.execute(text("UPDATE grading_jobs SET status = :s"), {"s": JobStatus.DONE})

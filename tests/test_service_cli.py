@@ -39,7 +39,8 @@ def test_db_upgrade_then_current(tmp_path):
     runner = CliRunner()
     result = runner.invoke(main, ["db", "current"], env=env)
     assert f"database: (empty); code: {head}" in result.output
-    assert "run `attn-grader db upgrade`" in result.output
+    assert "NOT usable: has no tables yet" in result.output
+    assert "Run `attn-grader db upgrade`" in result.output
     result = runner.invoke(main, ["serve", "--port", "5999"], env=env)
     assert result.exit_code == 1 and "Run `attn-grader db upgrade`" in result.output
     result = runner.invoke(main, ["db", "upgrade"], env=env)
@@ -178,7 +179,7 @@ def test_regrade_of_one_submission_skips_one_already_queued(service):
 def test_a_worker_dying_mid_regrade_leaves_the_job_graded_or_failed(service):
     from web.dispatch import claim as claims
     from web.dispatch.reconciler import HOST_LOST, reconcile
-    from web.services.grading import report_to_dict
+    from web.services.grading import record_job_result, report_to_dict
     from web.services.regrade import RETRY_BUDGET, queue_regrades
 
     ids = _graded(service, {"ada@example.org": "# SCORE=7\n", "bob@example.org": "# SCORE=5\n"})
@@ -191,7 +192,7 @@ def test_a_worker_dying_mid_regrade_leaves_the_job_graded_or_failed(service):
     rescuer = GradingWorker(service.engine, service.config, grade_fn=better_grader, name="rescuer")
     assert rescuer.run_once() == "done"
     late = report_to_dict(fake_grade("# SCORE=1\n", "sdpa"))
-    assert not claims.finish(service.engine, doomed, late)  # fenced: the dead attempt is stale
+    assert not claims.finish(service.engine, doomed, late, record_job_result)  # fenced: the dead attempt is stale
     with session_factory(service.engine)() as session:
         sub = session.get(Submission, ada)
         assert (sub.job.status, sub.job.attempts, sub.job.worker) == ("done", 3, "rescuer")
@@ -256,3 +257,35 @@ def test_the_start_up_line_says_which_isolation_and_why(monkeypatch):
     assert said["no root"]["strict"] == f"sandbox: strict is unavailable here, missing: {root}; {bwrap}"
     assert all(s["none"].startswith("sandbox: none → a plain subprocess, no isolation") for s in said.values())
     assert all("\n" not in line for s in said.values() for line in s.values())
+
+
+@pytest.mark.parametrize("service", ["sqlite"], indirect=True)
+def test_regrade_selects_by_the_grader_version_that_scored_each_submission(service):
+    """O4: after a rolling upgrade some results come from the old grader; one command finds
+    exactly those, and its dry run lists only them."""
+    ids = _graded(service, {"ada@example.org": "# SCORE=7\n", "bob@example.org": "# SCORE=9\n",
+                            "prof@example.org": "# SCORE=3\n"})
+    runner, env = CliRunner(), _env(service.config)
+    with workers_running(service, better_grader, count=1):  # bob's is graded by "the new one"
+        moved = runner.invoke(main, ["regrade", "--submission", str(ids["bob@example.org"]),
+                                     "--yes"], env=env)
+    assert moved.exit_code == 0, moved.output
+
+    old = runner.invoke(main, ["regrade", "--assignment", "sdpa", "--grader-version",
+                               "fake-1.0", "--dry-run"], env=env)
+    assert old.exit_code == 0, old.output
+    assert "graded last by: fake-1.0 2, fake-2.0 1" in old.output
+    assert "2 submission(s), 2 to queue" in old.output
+    listed = [line.split()[1] for line in old.output.splitlines() if "@example.org" in line]
+    assert sorted(listed) == ["ada@example.org", "prof@example.org"]
+    same = runner.invoke(main, ["regrade", "--assignment", "sdpa", "--not-grader-version",
+                                "fake-2.0", "--dry-run"], env=env)
+    assert "2 submission(s), 2 to queue" in same.output and "bob@example.org" not in same.output
+    none = runner.invoke(main, ["regrade", "--assignment", "sdpa", "--grader-version", "9.9",
+                                "--dry-run"], env=env)
+    assert "0 submission(s), 0 to queue" in none.output
+    current = runner.invoke(main, ["regrade", "--assignment", "sdpa", "--not-grader-version",
+                                   "current", "--dry-run"], env=env)
+    assert current.exit_code == 2 and "GRADE_FUNCTION" in current.output  # the fake grader's
+    one = runner.invoke(main, ["regrade", "--submission", "1", "--grader-version", "x"], env=env)
+    assert one.exit_code == 2

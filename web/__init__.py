@@ -57,6 +57,10 @@ def create_app(config: dict | None = None) -> Flask:
     app.register_blueprint(api_bp)
 
     security.init_app(app)  # security headers
+    if cfg["PAGES"]:  # /s/<public id>: the submission page's link handed out (web.public_ids)
+        from .public_ids import bp as links_bp
+
+        app.register_blueprint(links_bp)
 
     # The HTML pages live in web/pages (their own package); it registers its blueprints.
     # PAGES off: the JSON API alone (tests of the API, an API-only host).

@@ -14,6 +14,7 @@ from werkzeug.exceptions import HTTPException
 from .auth import hash_token, user_for_token
 from .extensions import db_session, limiter, state, submit_code
 from .i18n import grader_text
+from .public_ids import submission_id_for
 from .services import courses, scores, submissions, waiting
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -112,27 +113,30 @@ def create_submission():
     except submissions.SubmissionRejected as exc:
         headers = {"Retry_After": exc.retry_after} if exc.retry_after else {}
         return error(exc.message, exc.status, **headers)
-    url = url_for("api.show_submission", submission_id=sub.id, _external=True)
+    # Links by public id: a restored database may give this integer id to someone else.
+    url = url_for("api.show_submission", submission_id=sub.public_id, _external=True)
     # The page a person reads the result on (absent when the service runs without pages).
-    page = url_for("student.submission", submission_id=sub.id, _external=True) \
+    page = url_for("links.submission_page", submission_id=sub.public_id, _external=True) \
         if "student" in current_app.blueprints else None
-    response = jsonify(id=sub.id, status=sub.status, url=url,
+    response = jsonify(id=sub.id, public_id=sub.public_id, status=sub.status, url=url,
                        **({"page_url": page} if page else {}))
     response.status_code = 202
     response.headers["Location"] = url
     return response
 
 
-@bp.get("/submissions/<int:submission_id>")
+@bp.get("/submissions/<submission_id>")
 @token_required
-def show_submission(submission_id: int):
-    """``?wait=S`` holds the answer up to S seconds (at most 60) until the submission is graded."""
+def show_submission(submission_id: str):
+    """``submission_id``: the public id, or the integer id. ``?wait=S`` holds the answer up
+    to S seconds (at most 60) until the submission is graded."""
     try:
         timeout = waiting.wait_seconds(request.args.get("wait"))
     except ValueError as exc:
         return error(str(exc), 400)
-    sub = waiting.wait_for_change(db_session(), g.api_user, submission_id, state().waiters,
-                                  timeout=timeout)
+    found = submission_id_for(db_session(), submission_id)
+    sub = None if found is None else waiting.wait_for_change(
+        db_session(), g.api_user, found, state().waiters, timeout=timeout)
     if sub is None:
         return error(f"no submission {submission_id}", 404)
     return jsonify(submissions.submission_view(sub, g.api_user))
@@ -150,9 +154,9 @@ def list_own_submissions():
     rows = submissions.list_submissions(session, g.api_user, assignment,
                                         limit=min(request.args.get("limit", 50, type=int), 500))
     return jsonify(submissions=[
-        {"id": s.id, "task": s.task_id, "status": s.status, "score": s.score,
-         "max_score": s.max_score, "submitted_at": submissions.iso(s.created_at),
-         "url": url_for("api.show_submission", submission_id=s.id, _external=True)}
+        {"id": s.id, "public_id": s.public_id, "task": s.task_id, "status": s.status,
+         "score": s.score, "max_score": s.max_score, "submitted_at": submissions.iso(s.created_at),
+         "url": url_for("api.show_submission", submission_id=s.public_id, _external=True)}
         for s in rows])
 
 

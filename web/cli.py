@@ -217,10 +217,17 @@ def db():
 def upgrade(revision):
     """Apply migrations up to REVISION (default: the newest)."""
     from .db import current_revision, upgrade as run_upgrade
+    from .schema import code_chain, schema_state
 
     config = cli_config()
-    run_upgrade(config["DATABASE_URL"], revision)
     engine = get_engine(config["DATABASE_URL"])
+    state = schema_state(engine)
+    if state.current is not None and state.current not in {r for r, _d, _f in code_chain()}:
+        # Alembic would only say it "can't locate revision": this code predates the database.
+        raise click.ClickException(f"the database is at revision {state.current}, newer than "
+                                   f"this code's {state.head}: nothing to upgrade here. "
+                                   + state.advice)
+    run_upgrade(config["DATABASE_URL"], revision)
     click.echo(f"database {engine.url.render_as_string(hide_password=True)} "
                f"is at revision {current_revision(engine)}")
 
@@ -240,12 +247,13 @@ def downgrade(revision):
 @db.command()
 def current():
     """Show the database's revision and the code's."""
-    from .db import current_revision, head_revision
+    from .schema import schema_state
 
-    engine = get_engine(cli_config()["DATABASE_URL"])
-    have, want = current_revision(engine), head_revision()
-    click.echo(f"database: {have or '(empty)'}; code: {want}"
-               + ("" if have == want else "  -> run `attn-grader db upgrade`"))
+    state = schema_state(get_engine(cli_config()["DATABASE_URL"]))
+    click.echo(f"database: {state.current or '(empty)'}; code: {state.head}")
+    if state.current != state.head:
+        click.echo(("usable: " if state.usable else "NOT usable: ") + state.summary
+                   + (f"\n-> {state.advice}" if state.advice else ""))
 
 
 @db.command()

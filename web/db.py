@@ -139,12 +139,14 @@ def upgrade(url: str, revision: str = "head") -> None:
     command.upgrade(alembic_config(url), revision)
 
 
-def check_migrated(engine: Engine) -> None:
-    """Raise ``DatabaseNotMigrated`` with the command to run when the schema is behind."""
-    current, head = current_revision(engine), head_revision()
-    if current != head:
+def check_migrated(engine: Engine):
+    """Raise ``DatabaseNotMigrated`` with what to do when this code cannot run on the schema
+    (behind what the code needs, or ahead of it by a migration older code cannot run on:
+    ``web.schema``); returns the ``SchemaState`` otherwise."""
+    from .schema import schema_state
+
+    state = schema_state(engine)
+    if not state.usable:
         where = engine.url.render_as_string(hide_password=True)
-        state = "has no tables yet" if current is None else f"is at revision {current}"
-        raise DatabaseNotMigrated(
-            f"The database {where} {state}; this code needs revision {head}. "
-            f"Run `attn-grader db upgrade` (with the same ATTN_GRADER_DATABASE_URL) first.")
+        raise DatabaseNotMigrated(f"The database {where} {state.summary}. {state.advice}")
+    return state

@@ -13,16 +13,30 @@ Who grades what:
 """
 from __future__ import annotations
 
+import enum
+import secrets
 from datetime import datetime, timezone
 
-from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer,
+from sqlalchemy import (JSON, BigInteger, Boolean, CheckConstraint, DateTime, Float, ForeignKey, Index, Integer,
                         MetaData, String, Text, UniqueConstraint, text)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 ROLES = ("student", "instructor")
 LATE_POLICIES = ("reject", "accept", "penalty")  # penalty: score * (1 - late_penalty)
 FEEDBACK_LEVELS = ("full", "score", "after_deadline")  # what a student sees of the checks
-JOB_STATUSES = ("queued", "running", "done", "failed")
+class JobStatus(enum.StrEnum):
+    """A grading job's status: the only values ``grading_jobs.status`` takes (a CHECK
+    constraint holds the database to them). Members are strings, so they compare and store
+    as the plain words."""
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+JOB_STATUSES = tuple(status.value for status in JobStatus)
+JOB_STATUS_CHECK = "status IN ('queued', 'running', 'done', 'failed')"  # migration 0011 too
+HOST_LOST = "grading host lost"  # the error of a job failed because its workers kept vanishing
 QUEUES = ("cpu", "gpu")
 # The jobs a worker may claim are among these: queued, or running with a lease that may have
 # expired. ``ix_grading_jobs_pending`` holds only them, so a claim's look-up does not grow with
@@ -36,6 +50,11 @@ ANSWER_POLICIES = ("single_try", "penalised_tries")
 QUIZ_ANSWER_STATES = ("open", "pending", "final")  # QuizAnswer.state
 QUIZ_TRY_STATUSES = ("pending", "graded", "failed")
 PREFER_GPU = "prefer-gpu"  # Assignment.device: a GPU if one is free soon, else a CPU
+
+
+def new_public_id() -> str:
+    """A submission's public id: 64 random bits in hex (``web.public_ids`` says why)."""
+    return secrets.token_hex(8)
 
 
 def utcnow() -> datetime:
@@ -173,6 +192,9 @@ class Submission(Base):
     __tablename__ = "submissions"
     __table_args__ = (Index("ix_submissions_assignment_user", "assignment_id", "user_id"),)
     id: Mapped[int] = mapped_column(primary_key=True)
+    # What links and receipts name: never handed out twice, even after a restore (the id is).
+    public_id: Mapped[str] = mapped_column(String(16), unique=True, index=True,
+                                           default=new_public_id)
     assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"))
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     task_id: Mapped[str] = mapped_column(String(64))
@@ -204,6 +226,7 @@ class GradingJob(Base):
     workers claim it with a conditional update."""
     __tablename__ = "grading_jobs"
     __table_args__ = (Index("ix_grading_jobs_claim", "status", "queue", "id"),
+                      CheckConstraint(JOB_STATUS_CHECK, name="status"),
                       # the claim's pick, in claim order (web.dispatch.claim.claim_next)
                       Index("ix_grading_jobs_pending", "queue", "queued_at", "id",
                             postgresql_where=PENDING_JOBS, sqlite_where=PENDING_JOBS))
@@ -213,7 +236,7 @@ class GradingJob(Base):
     quiz_try_id: Mapped[int | None] = mapped_column(
         ForeignKey("quiz_tries.id", ondelete="CASCADE"), unique=True)
     queue: Mapped[str] = mapped_column(String(10), default="cpu")
-    status: Mapped[str] = mapped_column(String(10), default="queued")
+    status: Mapped[str] = mapped_column(String(10), default=JobStatus.QUEUED)  # JobStatus
     attempts: Mapped[int] = mapped_column(Integer, default=0)  # also the fencing token
     max_attempts: Mapped[int] = mapped_column(Integer, default=3)
     lease_until: Mapped[datetime | None] = mapped_column(DateTime)
@@ -416,6 +439,30 @@ class Invitation(Base):
     created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class SchemaRevision(Base):
+    """The migration chain as the release that last migrated this database knew it, so that
+    older code can tell whether it may run on a newer schema (``web.schema``)."""
+    __tablename__ = "schema_revisions"
+    revision: Mapped[str] = mapped_column(String(64), primary_key=True)
+    down_revision: Mapped[str | None] = mapped_column(String(64))
+    compatible_with_previous: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class DataRequest(Base):
+    """A data-protection request carried out (``web.services.data_requests``): who asked the
+    service for what about whom, and how many records it covered. Kept after an erasure."""
+    __tablename__ = "data_requests"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(10))  # export | erasure
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"),
+                                                index=True)
+    subject: Mapped[str] = mapped_column(String(254))  # the e-mail then; "user <id>" once erased
+    operator: Mapped[str] = mapped_column(String(200), default="")
+    reference: Mapped[str] = mapped_column(String(200), default="")  # the request's ticket
+    counts: Mapped[dict] = mapped_column(JSON)  # records per table (and access lines)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class SimilarityReport(Base):

@@ -206,16 +206,14 @@ def _database_error(exc: SQLAlchemyError):
 @bp.get("/healthz")
 def healthz():
     """Liveness plus readiness: 200 when the database answers, 503 when it does not."""
-    from .db import current_revision, head_revision
     from .extensions import state
+    from .schema import schema_state
 
     checks: dict = {}
     status = 200
     engine = state().engine
     try:  # reading the schema's revision is the round trip that shows the database answers
-        revision, head = current_revision(engine), head_revision()
-        checks["database"] = "ok" if revision == head else \
-            f"at revision {revision}, code needs {head}"
+        checks["database"] = schema_state(engine).summary
     except SQLAlchemyError as exc:
         checks["database"] = f"unreachable: {type(getattr(exc, 'orig', exc)).__name__}"
         status = 503
@@ -264,7 +262,7 @@ class DatabaseCollector:
         self.engine = engine
 
     def collect(self):
-        from .dispatch.reconciler import HOST_LOST
+        from .models import HOST_LOST
         from .models import GradingJob as J, Result, Submission, utcnow
 
         started = time.perf_counter()
@@ -414,3 +412,8 @@ def init_app(app: Flask) -> None:
     for unavailable in (OperationalError, InterfaceError):
         app.register_error_handler(unavailable, _database_error)
     app.register_blueprint(bp)
+    if app.config.get("ACCESS_LOG_DIR"):  # the access lines a data request can answer for
+        from .access_files import keep_access_files
+
+        keep_access_files(access_log, app.config["ACCESS_LOG_DIR"])
+

@@ -14,6 +14,7 @@ revision = '0008'
 down_revision = '0007_product'
 branch_labels = None
 depends_on = None
+compatible_with_previous = True  # expand: the previous release runs on it unchanged (web/schema.py)
 
 PENDING = "status IN ('queued', 'running')"  # web.models.PENDING_JOBS, verbatim
 

@@ -10,6 +10,7 @@ revision = '0009'
 down_revision = '0008'
 branch_labels = None
 depends_on = None
+compatible_with_previous = True  # expand: the previous release runs on it unchanged (web/schema.py)
 
 
 def upgrade() -> None:

@@ -14,6 +14,9 @@ is a look-up in ``ix_grading_jobs_pending`` (unfinished jobs only), however long
 
 A job grades either a submission or a quiz code answer (``quiz_try_id``); both go through
 the same claim, lease and fence, and differ only in what is read before and written after.
+What is written after belongs to the caller: ``finish`` and ``release`` hold the fence and
+hand its transaction to the recording function the worker gives them, so this module
+imports no services.
 """
 from __future__ import annotations
 
@@ -22,10 +25,9 @@ from datetime import timedelta
 
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import joinedload
 
 from ..db import write_session, writing
-from ..models import (PENDING_JOBS, GradingJob, QuizAnswer, QuizAttempt, QuizTry, Result,
+from ..models import (PENDING_JOBS, GradingJob, JobStatus, QuizAnswer, QuizAttempt, QuizTry,
                       Submission, utcnow)
 
 J = GradingJob
@@ -56,14 +58,14 @@ def run_device(queue: str) -> str:
 
 
 def _claimable(now):
-    expired = and_(J.status == "running", J.lease_until < now)
-    return and_(or_(J.status == "queued", expired), J.attempts < J.max_attempts)
+    expired = and_(J.status == JobStatus.RUNNING, J.lease_until < now)
+    return and_(or_(J.status == JobStatus.QUEUED, expired), J.attempts < J.max_attempts)
 
 
 def _take(conn, job_condition, worker: str, lease_seconds: float, now) -> Claim | None:
     row = conn.execute(
         update(J).where(job_condition, _claimable(now))
-        .values(status="running", attempts=J.attempts + 1, worker=worker, started_at=now,
+        .values(status=JobStatus.RUNNING, attempts=J.attempts + 1, worker=worker, started_at=now,
                 lease_until=now + timedelta(seconds=lease_seconds))
         .returning(J.id, J.submission_id, J.quiz_try_id, J.attempts, J.max_attempts,
                    J.queue)).first()
@@ -95,7 +97,7 @@ def next_job(queues, now):
     running with an expired lease" is "queued or lease_until < now": written so, no other
     index can serve the OR, and the index is read in claim order up to its first match."""
     return (select(J.id).where(PENDING_JOBS, J.queue.in_(list(queues)),
-                               or_(J.status == "queued", J.lease_until < now),
+                               or_(J.status == JobStatus.QUEUED, J.lease_until < now),
                                J.attempts < J.max_attempts)
             .order_by(J.queued_at, J.id).limit(1))
 
@@ -127,68 +129,49 @@ def renew_lease(engine: Engine, claim: Claim, lease_seconds: float, now=None) ->
     with writing(engine).begin() as conn:
         result = conn.execute(
             update(J).where(J.id == claim.job_id, J.attempts == claim.attempt,
-                            J.status == "running")
+                            J.status == JobStatus.RUNNING)
             .values(lease_until=now + timedelta(seconds=lease_seconds)))
         return result.rowcount == 1
 
 
-def finish(engine: Engine, claim: Claim, report: dict, now=None) -> bool:
-    """Store the grading result (a JSON-safe dict, ``report_to_dict``) if ``claim`` is still
-    the job's current attempt. A submission's first result is of kind "grade", every later
-    one (the job was queued again: ``services.regrade``) of kind "regrade".
+def finish(engine: Engine, claim: Claim, report: dict, record, now=None) -> bool:
+    """Mark the job done if ``claim`` is still its current attempt, and in that transaction
+    let ``record(session, claim, report, now)`` store what the grading produced (the
+    worker passes ``services.grading.record_job_result``: dispatch calls down, never up).
 
     A job the reconciler failed while this worker was merely slow still takes the result:
     a real grade is better than "grading host lost". Returns False for a stale attempt,
     which leaves the database untouched.
     """
-    from ..services.grading import record_result
-
     now = now or utcnow()
     with write_session(engine) as session:
         fenced = session.execute(
             update(J).where(J.id == claim.job_id, J.attempts == claim.attempt,
-                            J.status != "done")
-            .values(status="done", finished_at=now, lease_until=None, error=None))
+                            J.status != JobStatus.DONE)
+            .values(status=JobStatus.DONE, finished_at=now, lease_until=None, error=None))
         if fenced.rowcount != 1:
             return False
-        if claim.quiz_try_id is not None:
-            from ..services.quiz_grading import record_result as record_quiz_result
-
-            record_quiz_result(session, claim.quiz_try_id, report, now)
-            return True
-        # with its assignment, which record_result reads (the late penalty, family points)
-        submission = session.get(Submission, claim.submission_id,
-                                 options=[joinedload(Submission.assignment)])
-        graded_before = session.scalar(select(Result.id).where(
-            Result.submission_id == submission.id).limit(1)) is not None  # not every report loaded
-        kind = "regrade" if graded_before else "grade"
-        record_result(session, submission, report, kind=kind, job_attempt=claim.attempt,
-                      worker=claim.worker, now=now)
+        record(session, claim, report, now)
         return True
 
 
-def release(engine: Engine, claim: Claim, error: str, now=None) -> str | None:
-    """The grading infrastructure failed (not the student's code): retry or give up.
+def release(engine: Engine, claim: Claim, error: str, record, now=None) -> str | None:
+    """The grading infrastructure failed (not the student's code): retry or give up, and
+    let ``record(session, claim, status, error, now)`` mirror it on what the job grades
+    (``services.grading.record_job_failure``).
 
     Returns the job's new status ("queued" or "failed"), or None for a stale attempt.
     """
     now = now or utcnow()
     exhausted = claim.attempt >= claim.max_attempts
-    status = "failed" if exhausted else "queued"
+    status = JobStatus.FAILED if exhausted else JobStatus.QUEUED
     with write_session(engine) as session:
         fenced = session.execute(
             update(J).where(J.id == claim.job_id, J.attempts == claim.attempt,
-                            J.status == "running")
+                            J.status == JobStatus.RUNNING)
             .values(status=status, lease_until=None, error=error,
                     finished_at=now if exhausted else None))
         if fenced.rowcount != 1:
             return None
-        if claim.quiz_try_id is not None:
-            if exhausted:
-                from ..services.quiz_grading import fail_job
-
-                fail_job(session, claim.quiz_try_id, f"grading failed: {error}", now)
-            return status
-        session.execute(update(Submission).where(Submission.id == claim.submission_id).values(
-            status=status, error=f"grading failed: {error}" if exhausted else None))
-        return status
+        record(session, claim, status.value, error, now)
+        return status.value

@@ -27,11 +27,10 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.engine import Engine
 
 from ..db import write_session
-from ..models import PREFER_GPU, Assignment, GradingJob, Submission, utcnow
+from ..models import HOST_LOST, PREFER_GPU, Assignment, GradingJob, Submission, utcnow
 
 log = logging.getLogger(__name__)
 J = GradingJob
-HOST_LOST = "grading host lost"
 
 
 @dataclass

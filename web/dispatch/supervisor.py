@@ -42,6 +42,40 @@ def worker_specs(cpu_processes: int, gpus=(), prefix: str = "") -> list[WorkerSp
     return specs
 
 
+WATCH_SECONDS = 1.0  # how often the supervisor looks at its workers
+EXIT_SCHEMA = 78  # a worker refused the database's schema at start (EX_CONFIG)
+
+
+class RestartBackoff:
+    """When to restart a worker that exited: at once after a long run, then after 1, 2, 4 ...
+    up to 60 s while it keeps exiting soon after its start.
+
+    A worker refused at start (an old release on a schema it cannot run on, the database
+    unreachable) would otherwise be restarted every second for as long as the cause lasts,
+    each time with a traceback; a crash after a long, useful run is restarted at once.
+    """
+    FIRST, LONGEST, STABLE = 1.0, 60.0, 60.0  # seconds
+
+    def __init__(self):
+        self.quick_exits = 0
+        self.started_at = 0.0
+        self.not_before: float | None = None
+
+    def started(self, now: float) -> None:
+        self.started_at, self.not_before = now, None
+
+    def after_exit(self, now: float) -> float | None:
+        """The pause before the restart (None when this exit was already counted)."""
+        if self.not_before is not None:
+            return None
+        ran = now - self.started_at
+        self.quick_exits = self.quick_exits + 1 if ran < self.STABLE else 0
+        delay = 0.0 if not self.quick_exits else \
+            min(self.LONGEST, self.FIRST * 2 ** (self.quick_exits - 1))
+        self.not_before = now + delay
+        return delay
+
+
 class Supervisor:
     def __init__(self, config: dict, specs: list[WorkerSpec], reconcile_jobs: bool = True):
         self.config, self.specs = config, specs
@@ -53,8 +87,10 @@ class Supervisor:
                                                 len(specs))
         self.stop_event = threading.Event()
         self._threads: list[threading.Thread] = []
+        self.backoff: dict[str, RestartBackoff] = {}
 
     def _spawn(self, spec: WorkerSpec) -> subprocess.Popen:
+        self.backoff.setdefault(spec.name, RestartBackoff()).started(time.monotonic())
         env = {**os.environ, **thread_environment(self.torch_threads), **spec.env}
         # The child reads the same settings from its environment.
         for key in ("DATABASE_URL", "SECRET_KEY", "BROKER_URL", "INSTANCE_PATH", "SANDBOX",
@@ -79,12 +115,20 @@ class Supervisor:
             thread.start()
 
     def _watch(self) -> None:
-        while not self.stop_event.wait(1.0):
+        while not self.stop_event.wait(WATCH_SECONDS):
+            now = time.monotonic()
             for spec in self.specs:
                 proc = self.procs.get(spec.name)
-                if proc is not None and proc.poll() is not None and not self.stop_event.is_set():
-                    log.warning("worker %s exited with %s; restarting", spec.name,
-                                proc.returncode)
+                if proc is None or proc.poll() is None or self.stop_event.is_set():
+                    continue
+                backoff = self.backoff.setdefault(spec.name, RestartBackoff())
+                delay = backoff.after_exit(now)
+                if delay is not None:  # None: this exit was seen, its pause is running
+                    why = " (it refused the database's schema: see its log line)" \
+                        if proc.returncode == EXIT_SCHEMA else ""
+                    log.warning("worker %s exited with %s%s; restarting in %.0f s", spec.name,
+                                proc.returncode, why, delay)
+                if now >= backoff.not_before:
                     self.procs[spec.name] = self._spawn(spec)
 
     def _reconcile_loop(self) -> None:

@@ -33,11 +33,13 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from ..db import check_migrated, get_engine
-from ..services.grading import grading_seed, load_grade_function, report_to_dict
+from ..db import DatabaseNotMigrated, check_migrated, get_engine
+from ..services.grading import (grading_seed, load_grade_function, record_job_failure,
+                                record_job_result, report_to_dict)
 from ..observability import configure_logging, is_disk_full, log_context
 from . import claim as claims
 from . import wakeup
+from .supervisor import EXIT_SCHEMA
 from .threads import apply_threads, threads_per_worker
 
 log = logging.getLogger(__name__)
@@ -144,13 +146,15 @@ class GradingWorker:
                       traceback.format_exc())
             return while_unreachable(
                 f"job {claim.job_id}: releasing it",
-                lambda: claims.release(self.engine, claim, f"{type(exc).__name__}: {exc}"),
+                lambda: claims.release(self.engine, claim, f"{type(exc).__name__}: {exc}",
+                                       record_job_failure),
                 self.retry_budget) or "stale"
         finally:
             stop_renewing.set()
             renewer.join()
         if while_unreachable(f"job {claim.job_id}: storing its result",
-                             lambda: claims.finish(self.engine, claim, data), self.retry_budget):
+                             lambda: claims.finish(self.engine, claim, data, record_job_result),
+                             self.retry_budget):
             return "done"
         log.warning("job %s attempt %s was superseded; result dropped", claim.job_id,
                     claim.attempt)
@@ -347,7 +351,11 @@ def main(argv=None) -> int:
     apply_threads(threads_per_worker(config["TORCH_THREADS"], workers=1))
     apply_sandbox_prewarm(config["SANDBOX_PREWARM"])
     engine = get_engine(config["DATABASE_URL"])
-    check_migrated(engine)
+    try:
+        check_migrated(engine)
+    except DatabaseNotMigrated as exc:  # one line, not a traceback: its supervisor backs off
+        log.error("worker %s: %s", args.name or default_worker_name(), exc)
+        return EXIT_SCHEMA
     # A stuck grading run cannot be interrupted from Python: exit, and the supervisor
     # (serve / attn-grader worker / systemd) starts a fresh process.
     worker = GradingWorker(engine, config, name=args.name,

@@ -5,7 +5,7 @@ import importlib
 
 from sqlalchemy.orm import Session
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, select, update
 
 from grader.jsonsafe import json_safe
 
@@ -119,3 +119,39 @@ def overridden_count(session: Session, submission_ids: list[int]) -> int:
         return 0
     return session.scalar(select(func.count(func.distinct(ManualGrade.submission_id)))
                           .where(ManualGrade.submission_id.in_(submission_ids))) or 0
+
+
+# ---- what a grading job's end writes (the worker hands these to web.dispatch.claim) --------
+
+def record_job_result(session: Session, claim, report: dict, now) -> None:
+    """Store a claimed job's report: on the quiz try it graded, or as the submission's next
+    ``Result`` ("grade" the first time, "regrade" after). ``claim`` is the worker's
+    ``web.dispatch.claim.Claim``; this runs inside ``claim.finish``'s fenced transaction."""
+    from sqlalchemy.orm import joinedload
+
+    if claim.quiz_try_id is not None:
+        from .quiz_grading import record_result as record_quiz_result
+
+        record_quiz_result(session, claim.quiz_try_id, report, now)
+        return
+    # with its assignment, which record_result reads (the late penalty, family points)
+    submission = session.get(Submission, claim.submission_id,
+                             options=[joinedload(Submission.assignment)])
+    graded_before = session.scalar(select(Result.id).where(
+        Result.submission_id == submission.id).limit(1)) is not None  # not every report loaded
+    record_result(session, submission, report, kind="regrade" if graded_before else "grade",
+                  job_attempt=claim.attempt, worker=claim.worker, now=now)
+
+
+def record_job_failure(session: Session, claim, status: str, error: str, now) -> None:
+    """Mirror a released job on what it grades: queued again, or failed with the reason
+    (``claim.release``'s fenced transaction; ``status`` is the job's new one)."""
+    failed = status == "failed"
+    if claim.quiz_try_id is not None:
+        if failed:
+            from .quiz_grading import fail_job
+
+            fail_job(session, claim.quiz_try_id, f"grading failed: {error}", now)
+        return
+    session.execute(update(Submission).where(Submission.id == claim.submission_id).values(
+        status=status, error=f"grading failed: {error}" if failed else None))

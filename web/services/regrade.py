@@ -36,9 +36,26 @@ class Regrade:
     skipped: str | None  # why it is not queued (None: it is)
 
 
-def assignment_submissions(session: Session, assignment: Assignment) -> list[Submission]:
-    return list(session.scalars(select(Submission).where(Submission.assignment_id == assignment.id)
-                                .order_by(Submission.id)))
+def assignment_submissions(session: Session, assignment: Assignment, versions=(),
+                           not_versions=()) -> list[Submission]:
+    """The assignment's submissions; ``versions``: only those whose current result came from
+    one of these grader versions; ``not_versions``: none of those (a submission not graded
+    yet has no version: it is left out by ``versions``, kept by ``not_versions``)."""
+    query = select(Submission).where(Submission.assignment_id == assignment.id)
+    if versions:
+        query = query.where(Submission.grader_version.in_(list(versions)))
+    if not_versions:
+        query = query.where(Submission.grader_version.is_(None)
+                            | Submission.grader_version.not_in(list(not_versions)))
+    return list(session.scalars(query.order_by(Submission.id)))
+
+
+def versions_graded(session: Session, assignment: Assignment) -> dict[str | None, int]:
+    """How many of the assignment's submissions each grader version scored last."""
+    rows = session.execute(select(Submission.grader_version, func.count(Submission.id))
+                           .where(Submission.assignment_id == assignment.id)
+                           .group_by(Submission.grader_version))
+    return {version: count for version, count in rows}
 
 
 def why_not_regradable(submission: Submission) -> str | None:

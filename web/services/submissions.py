@@ -301,7 +301,7 @@ def submission_view(submission: Submission, viewer: User, now: datetime | None =
     output = {stream: (shown.get(f"student_{stream}") or "")[-OUTPUT_SHOWN:]
               for stream in ("stdout", "stderr")}
     return {
-        "id": submission.id, "task": submission.task_id,
+        "id": submission.id, "public_id": submission.public_id, "task": submission.task_id,
         "assignment": submission.assignment.slug, "status": submission.status,
         "score": submission.score, "max_score": submission.max_score,
         "passed": result.passed if result else None,
