@@ -10,13 +10,13 @@ is built CONCURRENTLY outside the transaction. SQLite copies the table (batch mo
 evaluates the column's default for every existing row.
 
 Revision ID: 0011
-Revises: 0009 (the lead chains it after 0010 when merging)
+Revises: 0010
 """
 import sqlalchemy as sa
 from alembic import op
 
 revision = '0011'
-down_revision = '0009'
+down_revision = '0010'
 branch_labels = None
 depends_on = None
 # Expand only: new tables and columns the previous release's code never reads, a column
