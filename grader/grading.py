@@ -19,6 +19,7 @@ from .source import SourceTooDeep, foreign_coding, parse_python, submission_text
 from .causes import charge_once, summary
 from .jsonsafe import json_safe
 from .checks.fingerprint import fresh_samples, kernel_output
+from .checks.input_space import drawn_edges
 from .i18n import T, entry
 from .sandbox import SandboxSession
 from .tasks import registry
@@ -64,6 +65,7 @@ class GradeReport:
     student_stdout: str = ""
     student_stderr: str = ""
     causes: list = field(default_factory=list)   # root causes, each charged once (grader/causes.py)
+    drawn: dict = field(default_factory=dict)    # axis -> declared edges a scored case met (checks/input_space.py)
 
     @property
     def score(self) -> int:
@@ -84,7 +86,7 @@ class GradeReport:
                 "grader_version": GRADER_VERSION, "torch_version": _torch_version(),
                 "sandbox": self.sandbox, "warnings": list(self.warnings),
                 "seed_public": self.seed_public, "timings": self.timings,
-                "causes": list(self.causes), "summary": str(said),
+                "causes": list(self.causes), "summary": str(said), "drawn": dict(self.drawn),
                 "student_stdout": self.student_stdout, "student_stderr": self.student_stderr,
                 **({"summary_i18n": entry(said)} if isinstance(said, T) else {}),
                 **({"error_i18n": entry(self.error)} if isinstance(self.error, T) else {})}
@@ -450,5 +452,6 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
     for c in report.checks:
         if not c.passed and c.max_points and not c.details.get("skipped") and not c.id.startswith("load."):
             c.details["reproduce"] = f"attn-grader check FILE --task {t.id} --only {c.id}"
+    report.drawn = drawn_edges(t, ctx.drawn, {c.id for c in report.checks if c.max_points})
     report.timings.update({"checks_s": round(time.monotonic() - checks_started, 3), "calls": ctx.calls,
                            "per_check_s": per_check})

@@ -60,3 +60,44 @@ def test_float32_softmax_idiom_scores_the_same_under_every_seed():
         source = f.read()
     scores = {seed: grade_source(source, "sdpa", seed=seed, sandbox="auto").score for seed in (1, 2, 3, 4)}
     assert set(scores.values()) == {100}, scores
+
+
+# ---- the declared input space (item 2) -----------------------------------------------------------
+CORRECT = {"sdpa": "sdpa/correct/einsum.py", "mha": "mha/correct/einsum_heads.py",
+           "sdpa_backward": "sdpa_backward/correct/einsum_indices.py",
+           "tiled_attention": "tiled_attention/correct/online_loop.py",
+           "decoder_attention": "decoder_attention/correct/masks_from_arange.py"}
+
+
+def test_every_built_in_task_declares_its_input_space():
+    from grader.tasks import TASKS
+    for task_id in CORRECT:
+        space = TASKS[task_id].input_space
+        assert space and all(isinstance(edges, tuple) and edges for edges in space.values()), task_id
+
+
+@pytest.mark.parametrize("task_id", sorted(CORRECT))
+def test_every_declared_edge_is_met_by_a_scored_case(task_id):
+    """A correct file's grading records the edges each call stood on; every edge the task declares
+    is among those of its scored checks (a 0-point check drawing it would not count)."""
+    from grader.checks.input_space import missing_edges
+    from grader.tasks import TASKS
+    with open(os.path.join(HERE, "corpus", CORRECT[task_id]), "rb") as f:
+        report = grade_source(f.read(), task_id, seed=7, sandbox="auto").to_dict()
+    assert report["score"] == 100, report["summary"]
+    assert missing_edges(TASKS[task_id], report["drawn"]) == []
+
+
+def test_the_issue_s_four_edges_are_described_from_the_inputs():
+    from grader.checks import input_space
+    big = torch.full((1, 2, 3), 30.0, dtype=torch.float64)
+    assert "float64 above 709.8" in input_space.sdpa((big, big, big), {})["logits"]
+    huge = big * 1e20
+    assert "float64 beyond float32's range" in input_space.sdpa_backward((huge, huge, big, big), {})["logits"]
+    t, m = torch.zeros(2, 5, 3), torch.zeros(2, 4, 3)
+    described = input_space.decoder_attention((t, m, torch.tensor([4, 2]), torch.tensor([3, 1])), {})
+    assert described["target padding"] == ["no full-length row"]
+    assert described["memory padding"] == ["no full-length row", "a length of 1"]
+    q = torch.zeros(1, 41, 4)
+    assert input_space.tiled_attention((q, q[:, :20], q[:, :20], 8), {})["query tiles"] == \
+        ["ragged last query tile, L > 32"]

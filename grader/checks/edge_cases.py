@@ -1,0 +1,117 @@
+"""Checks for edges of the input space that real bugs live on and no other case drew.
+
+- ``sdpa_backward``: float64 scores beyond float32's range (about 1e40): a backward computed in
+  float32 inside, or one that exponentiates without subtracting the row maximum, gives NaN.
+- ``decoder_attention``: float64 logits above 709.8 (a softmax without the row maximum
+  overflows), and a padded batch in which no sequence fills the padded length (a mask sized by
+  the longest sequence no longer fits the tensors).
+- ``tiled_attention``: a last query tile cut short, L > 32 and not a multiple of block_size.
+
+Each edge is also declared in its task's ``input_space`` (grader/checks/input_space.py).
+"""
+from __future__ import annotations
+
+import torch
+
+from . import backward, decoder, tiled
+from .base import Fail
+from .variants import register
+from ..i18n import N_, T
+
+register({
+    "overflow_in_backward": N_("your backward overflows with float64 scores beyond float32's range: it runs in "
+                               "float32 inside (a .float(), or a tensor created without dtype=) or takes exp() of "
+                               "the scores without subtracting each row's maximum"),
+    "overflow_in_softmax": N_("your softmax overflows with float64 scores above 709 (exp() of them is inf): "
+                              "subtract each row's maximum before exp, or use torch.softmax"),
+}, {"overflow_in_backward": ("stability",), "overflow_in_softmax": ("stability",)})
+
+
+def _named_overflow(ctx, miss: Fail, name: str, tame) -> Fail:
+    """``miss`` with the overflow named, when its wrong values are NaN or inf where the reference is
+    finite and the same call with small logits (``tame``: the case's arguments with the scores
+    scaled down) comes back finite: then the size of the scores is what broke it. A bug that gives
+    NaN whatever the scores keeps the name the variants gave it."""
+    if not miss.details.get("nonfinite"):
+        return miss
+    try:
+        args = tame()
+        result = ctx.call(*args, during=T("the same inputs with small scores"))
+        outs = result.output if isinstance(result.output, tuple) else (result.output,)
+        finite = all(isinstance(o, torch.Tensor) and bool(torch.isfinite(o).all()) for o in outs)
+    except Exception:  # raised or crashed there too: not the overflow's doing
+        return miss
+    if not finite:
+        return miss
+    from .variants import explain
+    wrong = ", ".join(miss.details.get("wrong") or ())
+    return Fail(T("{what}: {wrong} NaN or infinite where the reference is finite, and finite with small scores. "
+                  "Likely cause: {cause}.", what=miss.details.get("case", ""), wrong=wrong, cause=explain(name)),
+                {**miss.details, "diagnosis": name, "causes": {}})
+
+
+# ---- sdpa_backward ------------------------------------------------------------------------
+def backward_large_scores(ctx):
+    parts = backward._right(ctx)
+    L, S, E, Ev = backward._dims(ctx)
+    q, k, v, g = backward._case(ctx, L, S, E, Ev)
+    # Scores near 1e40: float64 holds them, float32 does not (its largest is 3.4e38). The rows are
+    # one-hot at such scores, so dQ and dK are exactly zero and dV routes g: no rounding can show.
+    try:
+        backward.run_backward(ctx, q * 1e20, k * 1e20, v, g, parts=parts,
+                              what=T("float64 scores beyond float32's range (about 1e40, L={L}, S={S})", L=L, S=S))
+    except Fail as miss:
+        raise _named_overflow(ctx, miss, "overflow_in_backward", lambda: (q, k, v, g)) from None
+    return T("no overflow with float64 scores beyond float32's range: the backward keeps the inputs' dtype "
+             "and subtracts each row's maximum") + backward._noting(parts)
+
+
+# ---- decoder_attention --------------------------------------------------------------------
+def decoder_large_scores(ctx):
+    B, steps, S, _ = decoder.dims(ctx)
+    D = steps + S  # room for steps + S - 1 orthogonal directions
+    # Every row one-hot by a lead of 1000 (so no rounding of these logits can show, in any dtype):
+    # target row i is c·e_i, memory key 0 is c·(e_0 + ... + e_{steps-1}) and key j > 0 is c·e_{steps+j-1},
+    # all turned by one random rotation. Self-attention logits are c²/√D = 1000 on the diagonal and 0
+    # elsewhere; every query's cross-attention logit is 1000 for memory key 0 (never padded) and 0 for
+    # the rest. exp(1000) is inf in float64: a softmax without the row maximum gives NaN.
+    c = (1000.0 * D ** 0.5) ** 0.5
+    rotation, _ = torch.linalg.qr(ctx.inputs.randn(D, D, dtype=torch.float64))
+    eye = torch.eye(D, dtype=torch.float64)
+    target = (c * eye[:steps]).expand(B, steps, D) @ rotation
+    memory = c * torch.cat([eye[:steps].sum(0, keepdim=True), eye[steps:steps + S - 1]]) @ rotation
+    args = (target.contiguous(), memory.expand(B, S, D).contiguous(),
+            decoder.lengths(ctx, B, steps), decoder.lengths(ctx, B, S))
+    try:
+        decoder.run_decoder(ctx, *args, what=decoder._what("float64 logits of 1000", *args))
+    except Fail as miss:
+        raise _named_overflow(ctx, miss, "overflow_in_softmax",
+                              lambda: (args[0] / c, args[1] / c, args[2], args[3])) from None
+    return T("no overflow with float64 logits above 709: the row maximum is subtracted")
+
+
+def decoder_no_full_row(ctx):
+    B, steps, S, D = decoder.dims(ctx)
+    r = ctx.inputs.randn
+    # Every sequence shorter than the padded length: masks must be sized by the tensors, not by
+    # the longest sequence of the batch.
+    t_len = torch.tensor([ctx.inputs.randint(1, steps - 1) for _ in range(B)], dtype=torch.int64)
+    m_len = torch.tensor([ctx.inputs.randint(1, S - 1) for _ in range(B)], dtype=torch.int64)
+    args = (r(B, steps, D, dtype=torch.float64), r(B, S, D, dtype=torch.float64), t_len, m_len)
+    decoder.run_decoder(ctx, *args, what=decoder._what("no sequence fills the padded length", *args))
+    return T("a batch in which no sequence fills the padded length: the masks follow the tensors' sizes")
+
+
+# ---- tiled_attention ----------------------------------------------------------------------
+def tiled_ragged_queries(ctx):
+    block = ctx.inputs.randint(5, 8)
+    L = 33 + ctx.inputs.randint(0, 14)
+    L += L % block == 0  # never a multiple of the block: the last query tile is cut short
+    S = ctx.inputs.randint(17, 29)
+    S += S % block == 0
+    E, Ev = ctx.inputs.distinct(2, 6, 14)
+    worst = tiled.run_tiled(ctx, *tiled._qkv(ctx, L, S, E, Ev, dtype=torch.float32), block,
+                            what=T("float32, L={L} > 32, S={S}, block_size={block} (neither a multiple of it)",
+                                   L=L, S=S, block=block))
+    return T("matches the reference when the last query tile and the last key tile are cut short (max error "
+             "{worst:.2g})", worst=worst)
