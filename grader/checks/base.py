@@ -113,6 +113,7 @@ class Context:
         self.diagnoses: list[str] = []      # bugs named so far, in order (see grader/causes.py)
         # (check id, {axis: edges} of its inputs, None or (exception type, message)) per call
         self.drawn: list[tuple] = []
+        self.answers: list[tuple] = []      # (check id, args, kwargs, output) of small plain calls (diagnosis.py)
 
     def passed_check(self, check_id: str) -> bool:
         """Did ``check_id`` pass? Only for a check that declares it in ``needs`` (so it ran before)."""
@@ -169,6 +170,8 @@ class Context:
                                                                           result.error.message)))
         if not result.ok:
             raise StudentFailure(result.error, during)
+        if echo and not wrt and not fresh_child:
+            self.answers.append((self.current, args, kwargs, result.output))
         if not fresh_child:  # the memory cases' sizes would cost the fingerprint seconds in the parent
             self._keep_sample(args, kwargs, result.output, sent, wrt)
         return result
