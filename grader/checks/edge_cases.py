@@ -15,7 +15,7 @@ import torch
 
 from . import backward, decoder, tiled
 from .base import Fail
-from .variants import register
+from .variants import explain, register
 from ..i18n import N_, T
 
 register({
@@ -27,7 +27,7 @@ register({
 }, {"overflow_in_backward": ("stability",), "overflow_in_softmax": ("stability",)})
 
 
-def _named_overflow(ctx, miss: Fail, name: str, tame) -> Fail:
+def _named_overflow(ctx, miss: Fail, name: str, tame, dtype_bug=None) -> Fail:
     """``miss`` with the overflow named, when its wrong values are NaN or inf where the reference is
     finite and the same call with small logits (``tame``: the case's arguments with the scores
     scaled down) comes back finite: then the size of the scores is what broke it. A bug that gives
@@ -43,7 +43,11 @@ def _named_overflow(ctx, miss: Fail, name: str, tame) -> Fail:
         return miss
     if not finite:
         return miss
-    from .variants import explain
+    if dtype_bug and any(isinstance(o, torch.Tensor) and o.dtype != args[0].dtype for o in outs):
+        # Computed in float32 and returned so: the dtype family's bug, which this overflow follows from.
+        return Fail(T("{what}: NaN or infinite values, and your outputs are not in the inputs' dtype. Likely "
+                      "cause: {cause}.", what=miss.details.get("case", ""), cause=explain(dtype_bug)),
+                    {**miss.details, "diagnosis": dtype_bug, "causes": {}})
     wrong = ", ".join(miss.details.get("wrong") or ())
     return Fail(T("{what}: {wrong} NaN or infinite where the reference is finite, and finite with small scores. "
                   "Likely cause: {cause}.", what=miss.details.get("case", ""), wrong=wrong, cause=explain(name)),
@@ -52,18 +56,54 @@ def _named_overflow(ctx, miss: Fail, name: str, tame) -> Fail:
 
 # ---- sdpa_backward ------------------------------------------------------------------------
 def backward_large_scores(ctx):
+    """Scores near 1e40: float64 holds them, float32 does not (its largest is 3.4e38).
+
+    The scores are exact in any order of operations, so a backward that recomputes them (P = exp(S −
+    LSE), block by block) meets the same numbers: query and key are small integers times 2^66 and
+    E = 16, so every product, sum and the default scale 1/4 are exact. The rows are one-hot (no row
+    has two top keys): dV routes grad_out (judged as usual); dQ and dK are judged to the rounding of dS
+    (eps · |dP|) that dQ = scale·dS·K multiplies by |K| ~ 1e20. What fails is what overflows: NaN or
+    inf where the reference is finite. L = S: a formula that is wrong (or raises) only when L != S
+    is the output checks' to charge.
+    """
+    from .tolerance import allowance, compare
     parts = backward._right(ctx)
-    L, S, E, Ev = backward._dims(ctx)
-    q, k, v, g = backward._case(ctx, L, S, E, Ev)
-    # Scores near 1e40: float64 holds them, float32 does not (its largest is 3.4e38). The rows are
-    # one-hot at such scores, so dQ and dK are exactly zero and dV routes g: no rounding can show.
-    try:
-        backward.run_backward(ctx, q * 1e20, k * 1e20, v, g, parts=parts,
-                              what=T("float64 scores beyond float32's range (about 1e40, L={L}, S={S})", L=L, S=S))
-    except Fail as miss:
-        raise _named_overflow(ctx, miss, "overflow_in_backward", lambda: (q, k, v, g)) from None
-    return T("no overflow with float64 scores beyond float32's range: the backward keeps the inputs' dtype "
-             "and subtracts each row's maximum") + backward._noting(parts)
+    L, Ev = ctx.inputs.distinct(2, 5, 12)
+    E = 16
+    q, k, v, g = backward._case(ctx, L, L, E, Ev)
+    q, k = torch.round(q * 2), torch.round(k * 2)
+    for _ in range(200):  # no ties: at 1e40, LSE = max + log(count of tied keys) rounds to the max
+        top2 = (q @ k.transpose(-2, -1)).topk(2, dim=-1).values  # exact integers
+        tied = top2[..., 0] == top2[..., 1]
+        if not tied.any():
+            break
+        q = torch.where(tied[..., None], torch.round(ctx.inputs.randn(*q.shape, dtype=torch.float64) * 2), q)
+    q, k = q * 2.0 ** 66, k * 2.0 ** 66
+    what = T("float64 scores beyond float32's range (about 1e40, L = S = {L}, E = {E})", L=L, E=E)
+    result = ctx.call(q, k, v, g, during=what)
+    outs = ctx.tuple_out(result, [q.shape, k.shape, v.shape], backward.NAMES, what)
+    refs = backward.reference_grads(q, k, v, g)
+    scale = E ** -0.5
+    dp = float((g @ v.transpose(-2, -1)).abs().max())
+    rounding = {"dQ": 64 * torch.finfo(torch.float64).eps * dp * float(k.abs().max()) * scale * L,
+                "dK": 64 * torch.finfo(torch.float64).eps * dp * float(q.abs().max()) * scale * L}
+    failures = []
+    for name, out, ref in zip(backward.NAMES, outs, refs):
+        if name not in parts:
+            continue
+        cmp = compare(out, ref, max(allowance(ref, None, torch.float64, backward.SPEC.multiplier,
+                                              backward.SPEC.floor_factor), rounding.get(name, 0.0)))
+        if not cmp.ok:
+            failures.append((name, cmp))
+    if not failures:
+        return T("no overflow with float64 scores beyond float32's range: the backward keeps the inputs' dtype "
+                 "and subtracts each row's maximum") + backward._noting(parts)
+    name, cmp = failures[0]
+    miss = Fail(T("{what}: {wrong} wrong; {name}: {comparison}.", what=what,
+                  wrong=", ".join(n for n, _ in failures), name=name, comparison=cmp.describe()),
+                {"case": what, "wrong": [n for n, _ in failures], **cmp.details()})
+    raise _named_overflow(ctx, miss, "overflow_in_backward", lambda: (q / 2.0 ** 66, k / 2.0 ** 66, v, g),
+                          dtype_bug="grads_wrong_dtype")
 
 
 # ---- decoder_attention --------------------------------------------------------------------
@@ -86,7 +126,8 @@ def decoder_large_scores(ctx):
         decoder.run_decoder(ctx, *args, what=decoder._what("float64 logits of 1000", *args))
     except Fail as miss:
         raise _named_overflow(ctx, miss, "overflow_in_softmax",
-                              lambda: (args[0] / c, args[1] / c, args[2], args[3])) from None
+                              lambda: (args[0] / c, args[1] / c, args[2], args[3]),
+                              dtype_bug="outputs_wrong_dtype") from None
     return T("no overflow with float64 logits above 709: the row maximum is subtracted")
 
 
