@@ -239,14 +239,15 @@ def crash_property(calls, check_id):
     for props, _ in failed:
         mine = {(axis, label) for axis, labels in props.items() for label in labels}
         common = mine if common is None else common & mine
-    for axis, label in sorted(common or ()):
-        if not any(label in props.get(axis, ()) for props in answered):
-            exc, message = failed[0][1]
-            return f"crash_on:{axis}={label}", T("your function raises {exc} whenever the inputs have "
-                                                 "{axis} = {label}, and answers on every other input: "
-                                                 "{message}", exc=exc, axis=axis, label=label,
-                                                 message=str(message)[:160])
-    return None
+    alone = [(axis, label) for axis, label in sorted(common or ())
+             if not any(label in props.get(axis, ()) for props in answered)]
+    if not alone:
+        return None
+    exc, message = failed[0][1]
+    said = ", ".join(f"{axis} = {label}" for axis, label in alone)
+    return f"crash_on:{alone[0][0]}={alone[0][1]}", T("your function raises {exc} whenever the inputs have {property}, "
+                                                       "and answers on every other input: {message}", exc=exc,
+                                                       property=said, message=str(message)[:160])
 
 
 # ---- the hook ------------------------------------------------------------------------------

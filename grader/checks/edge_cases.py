@@ -99,6 +99,14 @@ def backward_large_scores(ctx):
         return T("no overflow with float64 scores beyond float32's range: the backward keeps the inputs' dtype "
                  "and subtracts each row's maximum") + backward._noting(parts)
     name, cmp = failures[0]
+    earlier = sorted(backward.named_bugs(ctx))
+    if earlier and not any(c.nonfinite for _, c in failures):
+        # Finite but wrong, in a function whose formula the output checks already found wrong: at
+        # these scores its wrong dS is multiplied by |K| ~ 1e20. That bug's knock-on, not an overflow.
+        raise Fail(T("{what}: {wrong} wrong; {name}: {comparison}. Likely cause: {cause}.", what=what,
+                     wrong=", ".join(n for n, _ in failures), name=name, comparison=cmp.describe(),
+                     cause=explain(earlier[0])),
+                   {"case": what, "wrong": [n for n, _ in failures], "diagnosis": earlier[0], **cmp.details()})
     miss = Fail(T("{what}: {wrong} wrong; {name}: {comparison}.", what=what,
                   wrong=", ".join(n for n, _ in failures), name=name, comparison=cmp.describe()),
                 {"case": what, "wrong": [n for n, _ in failures], **cmp.details()})
