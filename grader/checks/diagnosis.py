@@ -229,6 +229,23 @@ def where_wrong(task_id, args, kwargs, outs, refs):
     return None
 
 
+LARGE = ("float32 above 88.7", "float64 above 709.8", "float64 beyond float32's range")
+
+
+def overflowed(ctx, args, kwargs, outs, refs) -> bool:
+    """NaN or inf where the reference is finite, on logits past exp()'s overflow, in a function
+    whose answers to the output checks' calls without such logits were all finite: the size of the
+    scores broke it."""
+    from .input_space import describe as describe_call
+    bad = any(bool((torch.isfinite(f) & ~torch.isfinite(o.double())).any()) for o, f in zip(outs, refs))
+    if not bad or not set(describe_call(ctx, args, kwargs).get("logits", ())) & set(LARGE):
+        return False
+    calm = [out for cid, a, k, out in ctx.answers  # the output checks' ordinary cases
+            if cid.startswith("output.") and not set(describe_call(ctx, a, k).get("logits", ())) & set(LARGE)]
+    return bool(calm) and all(isinstance(t, torch.Tensor) and bool(torch.isfinite(t).all())
+                              for out in calm for t in _parts(out))
+
+
 def crash_property(calls, check_id):
     """The input property every call of ``check_id`` that raised had, and no answered call had."""
     failed = [(props, err) for cid, props, err in calls if cid == check_id and err]
@@ -273,6 +290,10 @@ def name_the_rest(checks: list, ctx, task) -> None:
 def _diagnose(ctx, task_id, check):
     if check.details.get("error_kind"):
         return crash_property(ctx.drawn, check.id)
+    if check.details.get("no_gradient"):
+        return "gradient_cut", explain("gradient_cut")
+    if check.details.get("output_dtype") and check.details.get("expected_dtype"):
+        return "output_dtype", explain("output_dtype")
     family = check.id.split(".")[0]
     mine = [a for a in ctx.answers if a[0] == check.id]
     # A check that judged answers another check of its family asked for (sdpa_backward's
@@ -285,6 +306,8 @@ def _diagnose(ctx, task_id, check):
             continue
         if all(_rel(o, f) <= WRONG for o, f in zip(outs, refs)):
             continue  # this call was right: look at the next
+        if overflowed(ctx, args, kwargs, outs, refs):
+            return "overflow_in_softmax", explain("overflow_in_softmax")
         for kind in (lambda: constant_ratio(task_id, args, outs, refs),
                      lambda: effective_scale(task_id, args, kwargs, outs),
                      lambda: two_bugs(task_id, args, kwargs, outs),
@@ -303,11 +326,21 @@ from .variants import register  # noqa: E402
 from ..i18n import N_  # noqa: E402
 
 register({
+    "overflow_in_softmax": N_("your softmax overflows with large scores (exp() of them is inf): subtract each row's "
+                              "maximum before exp, or use torch.softmax"),
+    "overflow_in_backward": N_("your backward overflows with float64 scores beyond float32's range: it runs in "
+                               "float32 inside (a .float(), or a tensor created without dtype=) or takes exp() of "
+                               "the scores without subtracting each row's maximum"),
+    "gradient_cut": N_("the path from an input to your output is cut (.detach(), .numpy(), torch.tensor(...) or "
+                       ".item() on an intermediate), so no gradient reaches that input: stay in torch operations"),
+    "output_dtype": N_("your output's dtype is not the inputs': return the result in query.dtype (cast back with "
+                       ".to(query.dtype) if you compute in another dtype inside)"),
     "constant_ratio": N_("your values are a constant multiple of the right ones: a factor that does not belong"),
     "effective_scale": N_("your scores are scaled by the wrong factor"),
     "padded_rows_wrong": N_("your outputs are wrong only at padded target positions: those rows must be zero"),
     "last_rows_wrong": N_("your output is wrong only in the last query rows: the last tile of queries is cut short"),
     "future_rows_wrong": N_("your causal mask is not the top-left ones(L, S).tril()"),
     "some_batches_wrong": N_("your output is wrong only for some batch elements or heads"),
-}, {"effective_scale": ("scale", "output"), "padded_rows_wrong": ("padding", "output"),
+}, {"overflow_in_softmax": ("stability",), "overflow_in_backward": ("stability",), "gradient_cut": ("grad",),
+    "output_dtype": ("dtype",), "effective_scale": ("scale", "output"), "padded_rows_wrong": ("padding", "output"),
     "last_rows_wrong": ("output",), "future_rows_wrong": ("causal",), "some_batches_wrong": ("batch", "output")})

@@ -13,18 +13,12 @@ from __future__ import annotations
 
 import torch
 
-from . import backward, decoder, tiled
+from . import backward, decoder, diagnosis, tiled  # noqa: F401  (diagnosis: registers the overflow names)
 from .base import Fail
-from .variants import explain, register
-from ..i18n import N_, T
+from .variants import explain
+from ..i18n import T
 
-register({
-    "overflow_in_backward": N_("your backward overflows with float64 scores beyond float32's range: it runs in "
-                               "float32 inside (a .float(), or a tensor created without dtype=) or takes exp() of "
-                               "the scores without subtracting each row's maximum"),
-    "overflow_in_softmax": N_("your softmax overflows with float64 scores above 709 (exp() of them is inf): "
-                              "subtract each row's maximum before exp, or use torch.softmax"),
-}, {"overflow_in_backward": ("stability",), "overflow_in_softmax": ("stability",)})
+# The overflow names are diagnosis.py's (registered there, with their family: stability).
 
 
 def _named_overflow(ctx, miss: Fail, name: str, tame, dtype_bug=None) -> Fail:
