@@ -30,6 +30,9 @@ from ..i18n import T
 
 PARTS = {"sdpa": ("your output",), "mha": ("your output",), "tiled_attention": ("your output",),
          "sdpa_backward": ("dQ", "dK", "dV"), "decoder_attention": ("self_out", "cross_out")}
+# Kinds whose name shows the function computes attention (with a wrong factor, or right in part).
+SHOWS_ATTENTION = {"constant_ratio", "effective_scale", "padded_rows_wrong", "last_rows_wrong",
+                   "future_rows_wrong", "some_batches_wrong"}
 EXACT = 1e-4     # relative residual under which "the same values up to X" holds (float32 answers)
 WRONG = 1e-4     # relative error above which an element is wrong
 
@@ -136,7 +139,8 @@ def effective_scale(task_id, args, kwargs, outs):
     if task_id not in ("sdpa", "sdpa_backward", "tiled_attention") or kwargs.get("scale") is not None:
         return None
     E = args[0].size(-1)
-    for name, n in sizes(task_id, args):
+    # the widths and lengths before the batch sizes: a scale by √(batch) is the less likely mistake
+    for name, n in sorted(sizes(task_id, args), key=lambda pair: pair[0].template.startswith("the ")):
         for value, words in ((1 / math.sqrt(n), T("1/√{what}", what=name)), (1 / n, T("1/{what}", what=name)),
                              (1.0, T("1 (no scale)")), (math.sqrt(n), T("√{what}", what=name))):
             if abs(value - 1 / math.sqrt(E)) < 1e-9:
@@ -281,6 +285,13 @@ def name_the_rest(checks: list, ctx, task) -> None:
         try:
             found = _diagnose(ctx, task_id, c)
         except Exception:  # a diagnosis is an extra: the verdict stands without it
+            found = None
+        if found and found[0].split(":")[0].split("+")[0] in SHOWS_ATTENTION | set(SCALE_MISTAKES):
+            # the outputs are attention, scaled, or right in part: the function computes attention
+            ctx.attention_seen = True
+        elif found and c.id.split(".")[0] == "output" and not ctx.attention_seen:
+            # A crash's trigger, a dtype, a cut gradient or an overflow says nothing about whether the
+            # function computes attention: named on an output check, it would open the other families.
             found = None
         if found:
             c.details["diagnosis"], c.details["explanation"] = found
