@@ -96,3 +96,56 @@ def test_a_crash_is_traced_to_the_input_property_that_triggers_it():
     # a property the answered calls had too is no explanation
     assert diagnosis.crash_property(calls[:1] + [("x.y", {"dtype": ["float32"]}, ("ValueError", "no"))],
                                     "x.y") is None
+
+
+# ---- whole gradings: the issue's unnamed kinds now name their cause ----------------------------
+BATCH_MEAN_BACKWARD = '''
+import torch
+def scaled_dot_product_attention_backward(query, key, value, grad_out, attn_mask=None, is_causal=False, scale=None):
+    s = query.size(-1) ** -0.5 if scale is None else scale
+    scores = query @ key.transpose(-2, -1) * s
+    L, S = scores.shape[-2:]
+    if is_causal:
+        scores = scores.masked_fill(~torch.ones(L, S, dtype=torch.bool).tril(), float("-inf"))
+    elif attn_mask is not None:
+        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
+    p = torch.softmax(scores, -1)
+    dv = p.transpose(-2, -1) @ grad_out
+    dp = grad_out @ value.transpose(-2, -1)
+    ds = p * (dp - (dp * p).sum(-1, keepdim=True)) / query.size(0)   # "mean over the batch"
+    return ds @ key * s, ds.transpose(-2, -1) @ query * s, dv
+'''
+
+TWO_BUGS_SDPA = '''
+import torch
+def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=False, scale=None):
+    scores = query @ key.transpose(-2, -1) / query.size(-1)               # 1/d_k
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        scores = scores.masked_fill(attn_mask, float("-inf"))             # True = hide (inverted)
+    elif attn_mask is not None:
+        scores = scores + attn_mask
+    if is_causal:
+        L, S = scores.shape[-2:]
+        scores = scores.masked_fill(~torch.ones(L, S, dtype=torch.bool).tril(), float("-inf"))
+    if scale is not None:
+        scores = scores * scale * query.size(-1)
+    return torch.softmax(scores, -1) @ value
+'''
+
+
+def _grade(source, task):
+    from grader.grading import grade_source
+    return grade_source(source, task, seed=3, sandbox="auto").to_dict()
+
+
+def test_a_division_by_the_batch_size_is_named_in_the_report():
+    report = _grade(BATCH_MEAN_BACKWARD, "sdpa_backward")
+    assert [c["diagnosis"] for c in report["causes"]] == ["constant_ratio"]
+    assert "dQ, dK" in report["summary"] and "batch dimension 0" in report["summary"]
+
+
+def test_two_catalogue_bugs_at_once_are_named_not_zeroed():
+    report = _grade(TWO_BUGS_SDPA, "sdpa")
+    named = {c["diagnosis"] for c in report["causes"]}
+    assert "scale_dk" in named and "scale_dk+mask_polarity" in named
+    assert report["score"] > 50
