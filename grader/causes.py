@@ -36,7 +36,7 @@ def charge_once(checks: list, families) -> list[dict]:
     for c in failing:
         name = c.details.get("diagnosis")
         if name:
-            causes.setdefault(name, {"diagnosis": name, "explanation": explain(name),
+            causes.setdefault(name, {"diagnosis": name, "explanation": c.details.get("explanation") or explain(name),
                                      "family": home_family(name, families), "charged": [], "knock_on": []})
     failed_families = {c.id.split(".")[0] for c in failing}
     for name, cause in list(causes.items()):
@@ -80,19 +80,20 @@ def charge_once(checks: list, families) -> list[dict]:
             cause["knock_on"].append(c.id)
             c.details["because_of"] = name
             c.points = c.max_points
-            c.message = _knock_on(c.message, name)
+            c.message = _knock_on(c.message, name, cause["explanation"])
         cause["families"] = list(dict.fromkeys(i.split(".")[0] for i in cause["charged"]))
     return list(causes.values())
 
 
-def _knock_on(message, name: str):
+def _knock_on(message, name: str, explanation=None):
     """A knock-on's message: its own failure after the note that its bug is charged elsewhere.
     The bug is named in the note only where the message does not end by naming it ("Likely
     cause: …"); a page of knock-ons said each bug twice per row."""
-    explanation = explain(name)
+    explanation = explanation or explain(name)
     if explanation and explanation in message:
         return T("fails because of a bug already counted: {message}", message=message)
-    return T("fails because of a bug already counted ({bug}): {message}", bug=_bug(name), message=message)
+    return T("fails because of a bug already counted ({bug}): {message}", bug=_bug(name, explanation),
+             message=message)
 
 
 def summary(checks: list, causes: list[dict]) -> str:
@@ -141,4 +142,6 @@ def _counted(n: int, one: str, many: str, **args) -> T:
 def _bug(name: str, explanation: str | None = None):
     """A named bug's sentence, translatable by its English text (its name where it has none)."""
     text = explanation if explanation is not None else explain(name)
+    if isinstance(text, T) and text.args:  # found by grader/checks/diagnosis.py: its own template
+        return text
     return T(text) if text else name

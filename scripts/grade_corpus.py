@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/grade_corpus.py --seeds 5                 # every task, five draws
     .venv/bin/python scripts/grade_corpus.py --task tiled_attention --seeds 5
+    .venv/bin/python scripts/grade_corpus.py --files sdpa_backward/buggy/idl_ --seeds 5 --causes
 
 Every file is graded at the server's level (``auto``) under each seed, two at a time (as the
 service's workers do). It prints one line per file whose grade breaks a corpus rule, and a table
@@ -51,8 +52,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5, help="how many seeds (1, 2, ... n)")
     parser.add_argument("--task", help="only this task's corpus")
+    parser.add_argument("--files", nargs="+", metavar="PART",
+                        help="only the files whose path (under tests/corpus) contains one of these")
+    parser.add_argument("--causes", action="store_true",
+                        help="print each file's score and the causes its summary names, per seed")
     args = parser.parse_args()
-    files = [f for f in FILES + ELSEWHERE if args.task in (None, _task(f))]
+    files = [f for f in FILES + ELSEWHERE if args.task in (None, _task(f))
+             and (not args.files or any(part in os.path.relpath(f, CORPUS) for part in args.files))]
     if not files:
         parser.error(f"no corpus files for task {args.task!r}")
     seeds = list(range(1, args.seeds + 1))
@@ -74,6 +80,10 @@ def main() -> int:
             named[task] = named.get(task, 0) + one
             if not one:
                 print(f"{os.path.relpath(path, CORPUS)}: note: names {sorted({len(r.get('causes') or []) for r in reports})} causes")
+        if args.causes:
+            said = sorted({c["diagnosis"] for r in reports for c in r.get("causes") or []})
+            print(f"{os.path.relpath(path, CORPUS)}: scores {sorted({r['score'] for r in reports})}; "
+                  f"causes {said}; {reports[0]['summary'][:200]}")
         for problem in problems(path, reports):
             broken += 1
             print(f"{os.path.relpath(path, CORPUS)}: {problem}")

@@ -15,6 +15,7 @@ from typing import Callable
 import torch
 
 from ..i18n import T
+from .input_space import describe
 from .inputs import InputFactory
 
 
@@ -110,6 +111,9 @@ class Context:
         # softmax(c · q·k): the function computes attention, so its properties may earn points.
         self.attention_seen = False
         self.diagnoses: list[str] = []      # bugs named so far, in order (see grader/causes.py)
+        # (check id, {axis: edges} of its inputs, None or (exception type, message)) per call
+        self.drawn: list[tuple] = []
+        self.answers: list[tuple] = []      # (check id, args, kwargs, output) of small plain calls (diagnosis.py)
 
     def passed_check(self, check_id: str) -> bool:
         """Did ``check_id`` pass? Only for a check that declares it in ``needs`` (so it ran before)."""
@@ -147,6 +151,7 @@ class Context:
         sent = [(f"arg{i}", a) for i, a in enumerate(args) if isinstance(a, torch.Tensor)] + \
                [(k, v) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
         echo = sum(t.numel() for _, t in sent) <= ECHO_LIMIT
+        drawn = describe(self, args, kwargs)
         if fresh_child:
             result = self.session.fresh_call(*args, timeout=limit, run_on=run_on, echo=echo,
                                              outputs=self.task.outputs, **kwargs)
@@ -161,8 +166,12 @@ class Context:
             for (name, before), after in zip(sent, result.inputs_after):
                 if before.dtype != after.dtype or not _same(before, after.to(before.device)):
                     self.mutated.setdefault(name, self.current)
+        self.drawn.append((self.current, drawn, None if result.ok else (result.error.exc_type or result.error.kind,
+                                                                          result.error.message)))
         if not result.ok:
             raise StudentFailure(result.error, during)
+        if echo and not wrt and not fresh_child:
+            self.answers.append((self.current, args, kwargs, result.output))
         if not fresh_child:  # the memory cases' sizes would cost the fingerprint seconds in the parent
             self._keep_sample(args, kwargs, result.output, sent, wrt)
         return result

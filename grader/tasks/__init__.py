@@ -51,6 +51,9 @@ class Grading:
     """
     checks: list
     fingerprint: Fingerprint | None = None
+    # (args, kwargs) of one call -> {axis: [edges of Task.input_space it stands on]}
+    # (grader/checks/input_space.py); None: the task declares no input space
+    describe: Callable | None = None
 
     def __post_init__(self):
         self.checks = ordered_by_needs(self.checks)
@@ -108,6 +111,9 @@ class Task:
     outputs: int = 1                # 1: the function returns a tensor; n > 1: a tuple of n tensors
     gpu_suite: bool = False         # the half-precision GPU suite applies (it calls the sdpa signature)
     block: tuple = ()               # more of torch switched off in the child: "autograd"
+    # axis -> its edge values, the inputs the spec says the function must handle and where real
+    # bugs live; every edge is met by a scored case (Grading.describe says which a call meets)
+    input_space: dict = field(default_factory=dict)
     _grading: Grading | None = field(default=None, repr=False, compare=False)
 
     def _built(self) -> Grading:
@@ -125,6 +131,10 @@ class Task:
     @property
     def fingerprint(self) -> Fingerprint | None:
         return self._built().fingerprint
+
+    @property
+    def describe(self) -> Callable | None:
+        return self._built().describe
 
     def _file(self, suffix: str) -> str:
         return os.path.join(os.path.dirname(os.path.abspath(self.home)), f"{self.id}{suffix}")

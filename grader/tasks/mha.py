@@ -5,10 +5,10 @@ from . import Grading, Task, with_common_checks
 def build() -> Grading:
     import torch
 
-    from ..checks import forbidden, gradients, heads, masks, properties, scale
+    from ..checks import forbidden, gradients, heads, input_space, masks, properties, scale
     from ..checks.base import Check
 
-    return Grading(fingerprint=forbidden.MHA_FINGERPRINT, checks=with_common_checks([
+    return Grading(fingerprint=forbidden.MHA_FINGERPRINT, describe=input_space.mha, checks=with_common_checks([
         Check("output.self_attention", heads.self_attention),
         Check("output.cross_attention", heads.cross_attention),
         Check("output.float64", heads.float64),
@@ -36,4 +36,6 @@ TASK = Task(
     points={"load": 5, "forbidden": 5, "output": 20, "dtype": 5, "heads": 20, "scale": 15, "mask": 10,
             "causal": 10, "batch": 3, "grad": 5, "inputs": 2, "precision": 0},
     build=build, order=20,
+    input_space={"heads": ("1", "more than 1"), "lengths": ("L < S", "L = S"),
+                 "mask": ("none", "boolean", "float", "causal"), "dtype": ("float32", "float64")},
 )

@@ -5,11 +5,11 @@ from . import Grading, Task, with_common_checks
 def build() -> Grading:
     import torch
 
-    from ..checks import (at_scale, forbidden, gradients, masks, output, properties, scale, speed, stability,
-                          weights)
+    from ..checks import (at_scale, forbidden, gradients, input_space, masks, output, properties, scale, speed,
+                          stability, weights)
     from ..checks.base import Check
 
-    return Grading(fingerprint=forbidden.SDPA_FINGERPRINT, checks=with_common_checks([
+    return Grading(fingerprint=forbidden.SDPA_FINGERPRINT, describe=input_space.sdpa, checks=with_common_checks([
         Check("output.shapes", output.shapes, 2),
         Check("output.broadcast", output.broadcast),
         Check("output.fresh", output.fresh),
@@ -47,4 +47,7 @@ TASK = Task(
             "causal": 10, "stability": 5, "batch": 3, "grad": 10, "inputs": 2,
             "permutation": 0, "fully_masked": 0, "speed": 0, "precision": 0},
     build=build, order=10, gpu_suite=True,
+    input_space={"dims": ("3-D", "4-D", "a size-1 batch dimension"), "lengths": ("L < S", "L > S", "L = S"),
+                 "mask": ("none", "boolean", "float", "causal"), "dtype": ("float32", "float64"),
+                 "logits": ("float32 above 88.7", "float64 above 709.8")},
 )

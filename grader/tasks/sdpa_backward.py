@@ -9,11 +9,11 @@ GRADIENT_FAMILIES = ("output", "dtype", "jacobian", "scale", "mask", "causal")
 def build() -> Grading:
     import torch
 
-    from ..checks import at_scale, autograd_ban, backward, forbidden
+    from ..checks import at_scale, autograd_ban, backward, edge_cases, forbidden, input_space
     from ..checks.base import Check
 
     right = backward.OUTPUT_CHECKS  # the property checks judge the gradients these found right
-    return Grading(fingerprint=forbidden.BACKWARD_FINGERPRINT, checks=with_common_checks([
+    return Grading(fingerprint=forbidden.BACKWARD_FINGERPRINT, describe=input_space.sdpa_backward, checks=with_common_checks([
         Check("forbidden.autograd_source", autograd_ban.static_check),
         *(Check(check_id, backward.output_check(name)) for check_id, name in zip(right, backward.NAMES)),
         Check("dtype.float32", backward.dtype_case(torch.float32)),
@@ -26,6 +26,7 @@ def build() -> Grading:
         Check("mask.float", backward.mask_float, needs=right),
         Check("causal.square", backward.causal_square, needs=right),
         Check("causal.rectangular", backward.causal_rectangular, needs=right),
+        Check("stability.large_scores", edge_cases.backward_large_scores, needs=right),
     ], post=(Check("forbidden.autograd_runtime", autograd_ban.runtime_check, post=True),)))
 
 
@@ -33,7 +34,9 @@ TASK = Task(
     id="sdpa_backward", title="Attention backward pass by hand", function="scaled_dot_product_attention_backward",
     home=__file__, positional=4, keywords=("attn_mask", "is_causal", "scale"),
     arg_names=("query", "key", "value", "grad_out"),
-    points={"load": 5, "forbidden": 10, "output": 25, "dtype": 5, "jacobian": 15, "scale": 10, "mask": 15,
-            "causal": 10, "inputs": 5, "grad": 0},
+    points={"load": 5, "forbidden": 10, "output": 25, "dtype": 5, "jacobian": 10, "scale": 10, "mask": 15,
+            "causal": 10, "stability": 5, "inputs": 5, "grad": 0},
     build=build, order=30, outputs=3, block=("autograd",),
+    input_space={"dims": ("3-D", "4-D"), "lengths": ("L < S", "L > S", "L = S"), "mask": ("none", "boolean", "float", "causal"),
+                 "dtype": ("float32", "float64"), "logits": ("float64 above 709.8", "float64 beyond float32's range")},
 )

@@ -5,12 +5,13 @@ from . import Grading, Task, with_common_checks
 def build() -> Grading:
     import torch
 
-    from ..checks import forbidden, tiled, tiled_memory
+    from ..checks import edge_cases, forbidden, input_space, tiled, tiled_memory
     from ..checks.base import Check
 
-    return Grading(fingerprint=forbidden.TILED_FINGERPRINT, checks=with_common_checks([
+    return Grading(fingerprint=forbidden.TILED_FINGERPRINT, describe=input_space.tiled_attention, checks=with_common_checks([
         Check("output.shapes", tiled.shapes, 2),
         Check("output.block_sizes", tiled.block_extremes),
+        Check("output.ragged_queries", edge_cases.tiled_ragged_queries),
         Check("output.float64", tiled.float64),
         Check("dtype.float32", tiled.dtype_case(torch.float32)),
         Check("dtype.float64", tiled.dtype_case(torch.float64)),
@@ -28,4 +29,8 @@ TASK = Task(
     points={"load": 5, "forbidden": 5, "output": 30, "dtype": 5, "online": 15, "stability": 10, "memory": 25,
             "inputs": 5},
     build=build, order=50,
+    input_space={"key tiles": ("S a multiple of block_size", "ragged last key tile", "block_size = 1",
+                               "block_size >= S"),
+                 "query tiles": ("ragged last query tile, L > 32",), "dtype": ("float32", "float64"),
+                 "logits": ("float32 above 88.7", "float64 beyond float32's range")},
 )

@@ -1,3 +1,4 @@
+# expect: stability
 """A NumPy softmax layer whose backward builds each row's Jacobian element by element (course homework style).
 
 Source: the CMU 11-785 (Introduction to Deep Learning) attention homework as solved in
@@ -6,8 +7,11 @@ no licence file in the repository). Adapted, not copied: the structure is kept (
 exponentiates without subtracting the maximum, a backward that reshapes to rows and fills an S × S
 Jacobian with two Python loops per row, then multiplies), wrapped in the task's function with the
 task's masks, is_causal and scale=, NumPy converted back to the inputs' dtype.
-Why correct: J[m, n] = a_m(δ_mn − a_n) is the softmax Jacobian and dLdZ = dLdA · J; masked scores are
-shifted by −1e10, so exp() gives exactly 0 there. Slow (S² Python steps per row), but a backward: it
+The bug (issue 40: it scored 100 while no case drew its input): the forward exponentiates without
+subtracting the row maximum, so float64 scores above 709 overflow to inf and the gradients to NaN
+(stability.large_scores). Otherwise right: J[m, n] = a_m(δ_mn − a_n) is the softmax Jacobian and
+dLdZ = dLdA · J; masked scores are shifted by −1e10, so exp() gives exactly 0 there. Kept in correct/
+where it was first filed (the corpus reads the ``# expect:`` line, not the folder). Slow (S² Python steps per row), but a backward: it
 passes grad.at_scale (0.08 s at B·H = 8, L = S = 24, E = 512), where finite differences need minutes.
 """
 import numpy as np
