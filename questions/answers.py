@@ -84,7 +84,7 @@ def parse_number(answer, lang: str = "en") -> float:
         return float(answer)
     if not isinstance(answer, str):
         raise AnswerFormatError(f"expected a number, got {type(answer).__name__}")
-    text = re.sub(r"[\s\u00a0\u2009\u202f]+", "", answer).replace("−", "-").replace("–", "-")
+    text = re.sub(r"[\s\u00a0\u2009\u202f]+", "", expr.halfwidth(answer)).replace("−", "-").replace("–", "-")
     if not text or len(text) > 64:
         raise AnswerFormatError("expected a number such as 0.125, 1/8 or 1e-3")
     if lang != "ru" and re.fullmatch(r"[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?", text):

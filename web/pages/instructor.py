@@ -179,8 +179,11 @@ def settings(slug: str):
     form = AssignmentSettingsForm(obj=item)
     bank = _bank()
     if item.kind == "quiz":
-        form.question_ids.choices = options((q.id, f"{q.id} — {q.text('title', 'en')} ({q.kind})")
-                                            for q in bank)
+        # the quiz's questions first, in its order, then the rest of the bank
+        chosen = [qid for qid in item.question_ids or [] if qid in bank]
+        rest = [q.id for q in bank if q.id not in set(chosen)]
+        form.question_ids.choices = options((qid, f"{qid} — {bank.get(qid).text('title', 'en')} "
+                                                  f"({bank.get(qid).kind})") for qid in chosen + rest)
         if not form.is_submitted():
             form.question_ids.data = list(item.question_ids or [])
     else:
@@ -198,6 +201,19 @@ def settings(slug: str):
             except ValueError as exc:
                 form[name].errors = list(form[name].errors) + [str(exc)]
                 valid = False
+    order_errors: dict[str, str] = {}
+    if valid and item.kind == "quiz":
+        positions = {key.removeprefix("position-"): value for key, value in request.form.items()
+                     if key.startswith("position-")}
+        order, order_errors = review.quiz_order(list(item.question_ids or []), form.question_ids.data or [],
+                                                positions)
+        if order_errors:
+            form.question_ids.errors = list(form.question_ids.errors) + [
+                gettext("Position of %(id)s: “%(typed)s” is not a whole number from 1.", id=qid, typed=typed)
+                for qid, typed in order_errors.items()]
+            valid = False
+        else:
+            form.question_ids.data = order
     if valid:
         data = {name: field.data for name, field in form._fields.items()
                 if name not in ("family_points", "hidden_families")}
@@ -208,7 +224,12 @@ def settings(slug: str):
     missing = [qid for qid in (item.question_ids or []) if qid not in bank]
     own = family_points.format_points(family_points.task_families(item.task_id)) if item.kind == "task" else ""
     families = " ".join(hidden_checks.task_families(item.task_id)) if item.kind == "task" else ""
+    positions = {qid: index + 1 for index, qid in enumerate(item.question_ids or [])}
+    if form.is_submitted() and item.kind == "quiz":  # a refused save shows what was typed
+        positions.update({key.removeprefix("position-"): value for key, value in request.form.items()
+                          if key.startswith("position-")})
     return render_template("instructor/settings.html", assignment=item, form=form, missing=missing,
+                           positions=positions, order_errors=order_errors,
                            own_points=own, families=families)
 
 
