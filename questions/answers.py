@@ -198,6 +198,11 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
         ok = kept == len(pairs)
         head = T(CORRECT) if ok else T("{got} of {total} pairs of items are in the right order relative "
                                        "to each other.", got=kept, total=len(pairs))
+        if notes and fraction < kept / len(pairs):  # say why the score is below the share of pairs
+            head = T("{got} of {total} pairs of items are in the right order relative to each other, but "
+                     "one pair is in the order this question warns about (see below), which caps the "
+                     "score at {points} of {top}.", got=kept, total=len(pairs),
+                     points=number(round(top * fraction, 2)), top=number(top))
         return result(fraction, ok, joined([head, *notes], "\n"), pairs=kept)
     if kind == "matching":
         lefts = [p["id"] for p in d["pairs"]]

@@ -108,3 +108,20 @@ def test_an_unreadable_answer_is_explained_beside_its_box_and_kept(env, prof, ad
     # no try was counted, and the next page load is clean
     again = ada.get("/quiz/quiz").get_data(as_text=True)
     assert "answer-refused" not in again and f'value="{typed}"' not in again
+
+
+def test_an_ordering_capped_by_its_misconception_says_so_in_its_first_line():
+    """P9: "9 of 10 pairs right" beside 0.2 / 1 read as a contradiction; the first line now
+    gives the cap and its reason, in each language."""
+    from grader.i18n import render
+    from questions.answers import grade_answer
+    from questions.model import load_bank
+    question = load_bank().get("sdpa-steps-order")
+    swapped = ["project", "scores", "softmax", "mask", "values"]  # the mask after the softmax
+    result = grade_answer(question, 1, swapped, "en")
+    assert result.points == 0.2 * question.points
+    first = {lang: render(result.to_dict()["feedback_i18n"], lang).splitlines()[0] for lang in ("en", "ru", "zh")}
+    assert first["en"].startswith("9 of 10 pairs") and f"caps the score at 0.2 of {question.points:g}" in first["en"]
+    assert "не выше 0,2 из" in first["ru"] and "最多为 0.2 /" in first["zh"]
+    plain = grade_answer(question, 1, ["scores", "project", "mask", "softmax", "values"], "en")
+    assert "caps" not in render(plain.to_dict()["feedback_i18n"], "en")  # no cap, no mention
