@@ -125,3 +125,68 @@ def test_an_ordering_capped_by_its_misconception_says_so_in_its_first_line():
     assert "не выше 0,2 из" in first["ru"] and "最多为 0.2 /" in first["zh"]
     plain = grade_answer(question, 1, ["scores", "project", "mask", "softmax", "values"], "en")
     assert "caps" not in render(plain.to_dict()["feedback_i18n"], "en")  # no cap, no mention
+
+
+def _masked_case_report(code, task, **_):
+    """A failing case as the grader reports it: the case a translatable template inside the
+    message, English in the details (grader/checks/calls.py)."""
+    from grader.grading import CheckResult, GradeReport
+    from grader.i18n import T
+    what = T("boolean mask ({L}, {S}) broadcast over batch and heads", L=11, S=9)
+    checks = [CheckResult("mask.bool_broadcast", False, 0, 6,
+                          T("{what}: {comparison}.{cause}", what=what, comparison="largest error 0.5", cause=""),
+                          {"case": what, "mask": "boolean mask of shape (11, 9)", "shapes": "query (3, 11, 8)"})]
+    return GradeReport(task=task, checks=checks, sandbox="none").to_dict()
+
+
+def test_a_failing_checks_details_are_in_the_readers_language(env, ada):
+    """P4: the details panel's heading, its case and mask facts and the heatmap caption followed
+    the English of the grader's details while the table row above them was translated."""
+    from grader.i18n import render, T
+    from pages_support import grade_queued
+    response = ada.post("/tasks/sdpa", data={"code": "def scaled_dot_product_attention(q, k, v): ...\n"})
+    sid = int(response.location.rsplit("/", 1)[1])
+    grade_queued(env, _masked_case_report)
+    case = T("boolean mask ({L}, {S}) broadcast over batch and heads", L=11, S=9)
+    for lang, mask in (("ru", "булева маска формы (11, 9)"), ("zh", "形状为 (11, 9) 的布尔掩码")):
+        ada.post("/language", data={"lang": lang, "next": "/"})
+        page = ada.get(f"/submissions/{sid}").get_data(as_text=True)
+        detail = re.search(r'<details class="check-detail.*?</details>', page, re.S).group(0)
+        assert render(case, lang) in re.search(r"<summary>(.*?)</summary>", detail, re.S).group(1)
+        assert "broadcast over batch" not in detail
+        assert mask in detail
+
+
+def test_built_in_titles_are_in_the_readers_language_and_typed_ones_as_typed(env, ada, prof):
+    """P6: the built-in assignment titles follow the reader's language; a title the instructor
+    typed is theirs and is shown as typed (the model docs/instructors/web-app.md gives)."""
+    from grader.tasks import TASKS
+    from web.services.courses import BUILT_IN_TITLES, QUIZ_TITLE
+    assert {t.title for t in TASKS.values()} | {QUIZ_TITLE} == set(BUILT_IN_TITLES)  # none left out
+    ada.post("/language", data={"lang": "zh", "next": "/"})
+    home = ada.get("/").get_data(as_text=True)
+    assert "缩放点积注意力" in home and "自测题" in home and "Scaled dot-product attention" not in home
+    assert "多头注意力" in ada.get("/tasks/mha").get_data(as_text=True)
+    from web.models import Assignment
+    with db_session(env) as session:
+        session.query(Assignment).filter_by(slug="mha").one().title = "Внимание / Attention (group B)"
+        session.commit()
+    assert "Внимание / Attention (group B)" in ada.get("/").get_data(as_text=True)
+
+
+def test_the_task_page_installs_the_package_the_site_serves(env, ada):
+    """P11: attn-grader is not on PyPI; the install line names the wheel this site serves (built
+    by `make run` into <instance>/dist), and pip can fetch it without signing in."""
+    from pathlib import Path
+    page = ada.get("/tasks/sdpa").get_data(as_text=True)
+    assert 'id="no-wheel"' in page and "pip install attn-grader " not in page  # nothing to hand out yet
+    dist = Path(env.config["INSTANCE_PATH"]) / "dist"
+    dist.mkdir(parents=True, exist_ok=True)
+    (dist / "attn_grader-0.1.0-py3-none-any.whl").write_bytes(b"PK\x05\x06" + b"\0" * 18)
+    page = ada.get("/tasks/sdpa").get_data(as_text=True)
+    line = re.search(r'<pre class="output" id="install-line">pip install (\S+) ', page).group(1)
+    assert line == "http://localhost/downloads/attn_grader-0.1.0-py3-none-any.whl"
+    anonymous = env.app.test_client()
+    served = anonymous.get("/downloads/attn_grader-0.1.0-py3-none-any.whl")
+    assert served.status_code == 200 and served.data.startswith(b"PK")
+    assert anonymous.get("/downloads/secret_key").status_code == 404

@@ -293,8 +293,9 @@ def answer_form(question: dict, previous=None, formdata=None) -> FlaskForm:
             data[f"match{index}"] = (previous or {}).get(left["id"], "")
     elif kind == "code":
         AnswerForm.code = TextAreaField(_l("Your function"), validators=[InputRequired()],
-                                        render_kw={"rows": 12, "spellcheck": "false",
-                                                   "class": "code-input"})
+                                        render_kw={"rows": 12, "spellcheck": "false", "class": "code-input",
+                                                   "data-keys-hint": _l("In the editor, Tab indents; press Esc, "
+                                                                        "then Tab, to move on.")})
         data["code"] = previous if previous is not None else question.get("template", "")
     else:  # free_text
         AnswerForm.text = TextAreaField(_l("Your answer"), validators=[InputRequired(), Length(max=20000)],

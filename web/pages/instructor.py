@@ -73,7 +73,7 @@ def scores_csv():
 def score_chart(slug: str):
     assignment = _assignment(slug)
     scores, top = analytics.best_scores(db(), assignment)
-    return Response(charts.score_histogram(scores, top, assignment.title),
+    return Response(charts.score_histogram(scores, top, courses.shown_title(assignment)),
                     mimetype="image/svg+xml")
 
 
@@ -148,7 +148,7 @@ def regrade_assignment(slug: str):
         ids = list(db().scalars(select(Submission.id).where(Submission.assignment_id == item.id)))
         kept = grading.overridden_count(db(), ids)
         return render_template(
-            "confirm.html", heading=gettext("Regrade every submission of %(title)s?", title=item.title),
+            "confirm.html", heading=gettext("Regrade every submission of %(title)s?", title=courses.shown_title(item)),
             form=form,
             # English keeps its "(s)" wording (singular = plural); ngettext gives Russian its forms
             lines=[ngettext("All %(num)d submission(s) are graded again with the current grader, "
@@ -167,7 +167,7 @@ def regrade_assignment(slug: str):
         flash(ngettext("%(num)d submission(s) of %(title)s queued for grading with the current "
                        "grader; scores overridden by hand are kept.",
                        "%(num)d submission(s) of %(title)s queued for grading with the current "
-                       "grader; scores overridden by hand are kept.", count, title=item.title),
+                       "grader; scores overridden by hand are kept.", count, title=courses.shown_title(item)),
               "success")
     return redirect(url_for("instructor.assignment", slug=slug))
 
@@ -186,6 +186,8 @@ def settings(slug: str):
                                                   f"({bank.get(qid).kind})") for qid in chosen + rest)
         if not form.is_submitted():
             form.question_ids.data = list(item.question_ids or [])
+            if item.try_penalty is not None:  # 1/3 shown as 0.3333, not 0.3333333333333333
+                form.try_penalty.data = round(item.try_penalty, 4)
     else:
         del form.question_ids, form.answer_policy, form.try_penalty
         if not form.is_submitted():
@@ -219,7 +221,7 @@ def settings(slug: str):
                 if name not in ("family_points", "hidden_families")}
         review.apply_settings(item, data)
         db().commit()
-        flash(gettext("Settings of %(title)s saved.", title=item.title), "success")
+        flash(gettext("Settings of %(title)s saved.", title=courses.shown_title(item)), "success")
         return redirect(url_for("instructor.settings", slug=slug))
     missing = [qid for qid in (item.question_ids or []) if qid not in bank]
     own = family_points.format_points(family_points.task_families(item.task_id)) if item.kind == "task" else ""

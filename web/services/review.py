@@ -19,7 +19,9 @@ def apply_settings(assignment: Assignment, data: dict) -> None:
     if assignment.kind == "quiz" and data.get("answer_policy") in ANSWER_POLICIES:
         # applies to tries from now on; answers already made keep the points they earned
         assignment.answer_policy = data["answer_policy"]
-        if data.get("try_penalty") is not None:
+        # the form shows 1/3 as 0.3333: posted back unchanged, the exact value stays
+        if data.get("try_penalty") is not None and not (
+                assignment.try_penalty is not None and abs(float(data["try_penalty"]) - assignment.try_penalty) < 1e-4):
             assignment.try_penalty = float(data["try_penalty"])
 
 
