@@ -190,3 +190,14 @@ def test_the_task_page_installs_the_package_the_site_serves(env, ada):
     served = anonymous.get("/downloads/attn_grader-0.1.0-py3-none-any.whl")
     assert served.status_code == 200 and served.data.startswith(b"PK")
     assert anonymous.get("/downloads/secret_key").status_code == 404
+
+
+def test_a_hand_computation_key_has_the_precision_the_question_asks():
+    """P10: "give each entry to two decimals", then a key of 0.6626 or 0.971682."""
+    from questions.model import load_bank
+    from questions.review import review
+    bank = load_bank()
+    grid = review(bank.get("hand-attention-output"), 3, lang="ru")["key_grid"]
+    entry = review(bank.get("hand-causal-weight"), 3, lang="en")["key"]
+    assert all(re.fullmatch(r"-?\d+(,\d{1,2})?", x) for row in grid for x in row), grid
+    assert re.fullmatch(r"-?\d+(\.\d{1,2})?", entry), entry
