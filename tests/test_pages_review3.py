@@ -201,3 +201,29 @@ def test_a_hand_computation_key_has_the_precision_the_question_asks():
     entry = review(bank.get("hand-causal-weight"), 3, lang="en")["key"]
     assert all(re.fullmatch(r"-?\d+(,\d{1,2})?", x) for row in grid for x in row), grid
     assert re.fullmatch(r"-?\d+(\.\d{1,2})?", entry), entry
+
+
+def _MESSAGE():
+    from grader.i18n import T
+    return T("{what}: {comparison}.{cause}", comparison="0.25", cause="",
+             what=T("boolean mask ({L}, {S}) broadcast over batch and heads", L=11, S=9))
+
+
+def _unnamed_failure_report(code, task, **_):
+    from grader.grading import CheckResult, GradeReport
+    from grader.i18n import T
+    checks = [CheckResult("mask.bool_broadcast", False, 0, 6, _MESSAGE())]
+    return GradeReport(task=task, checks=checks, sandbox="none").to_dict()
+
+
+def test_common_mistakes_examples_are_in_the_readers_language(env, ada, prof):
+    """P5: "例如： with scale=0.04095 at d_k=32: your function ignores scale= …" on the zh page."""
+    from grader.i18n import render
+    from pages_support import grade_queued
+    ada.post("/tasks/sdpa", data={"code": "def scaled_dot_product_attention(q, k, v): ...\n"})
+    grade_queued(env, _unnamed_failure_report)
+    message = _MESSAGE()
+    for lang in ("ru", "zh"):
+        prof.post("/language", data={"lang": lang})
+        page = prof.get("/instructor/assignments/sdpa").get_data(as_text=True)
+        assert render(message, lang) in page and str(message) not in page, lang
