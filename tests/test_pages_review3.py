@@ -227,3 +227,49 @@ def test_common_mistakes_examples_are_in_the_readers_language(env, ada, prof):
         prof.post("/language", data={"lang": lang})
         page = prof.get("/instructor/assignments/sdpa").get_data(as_text=True)
         assert render(message, lang) in page and str(message) not in page, lang
+
+
+def _knock_on_report(code, task, **_):
+    from grader.grading import CheckResult, GradeReport
+    checks = [CheckResult("scale.default", False, 0, 8, "no scaling", {"diagnosis": "no_scale"}),
+              CheckResult("output.float64", False, 4, 4, "wrong values",
+                          {"diagnosis": "no_scale", "because_of": "no_scale"})]
+    return GradeReport(task=task, checks=checks, sandbox="none").to_dict()
+
+
+def test_a_failure_a_counted_bug_explains_is_not_a_red_cross_beside_full_points(env, ada):
+    """P14: eleven red ✗ beside "8 / 8" read as lost points; they are grey, pointing at the bug."""
+    from pages_support import grade_queued
+    response = ada.post("/tasks/sdpa", data={"code": "def scaled_dot_product_attention(q, k, v): ...\n"})
+    grade_queued(env, _knock_on_report)
+    page = ada.get(response.location).get_data(as_text=True)
+    rows = dict(re.findall(r'<tr class="(\w+)">\s*<td class="mark"[^>]*>(.)</td>\s*<td><code>([\w.]+)', page)
+                and [(c, (s, m)) for s, m, c in re.findall(
+                    r'<tr class="(\w+)">\s*<td class="mark"[^>]*>(.)</td>\s*<td><code>([\w.]+)', page)])
+    assert rows == {"scale.default": ("fail", "✗"), "output.float64": ("explained", "↑")}, rows
+
+
+def test_small_seams_of_the_instructor_pages(env, ada, prof):
+    """N16: the bank's folder without the server's absolute path; P16: a quiz attempt numbered
+    as its student numbers it; P17: no full stop after a quoted comment; P21: the LTI page says
+    that a loopback address is out of an LMS's reach."""
+    from pathlib import Path
+    from pages_support import grade_queued
+    questions = prof.get("/instructor/questions").get_data(as_text=True)
+    assert "questions/bank" in questions and str(Path.cwd().anchor + "work") not in questions
+    ada.post("/quiz/quiz/start")
+    ada.post("/quiz/quiz/questions/derive-score-variance", data={"q-derive-score-variance-text": "Var = d_k"})
+    ada.post("/quiz/quiz/submit", data={"confirmed": "yes"})
+    bob_attempt = env.app.test_client()
+    bob_attempt.post("/sign-in", data={"email": "bob@example.org", "password": "correct horse"})
+    bob_attempt.post("/quiz/quiz/start")  # an earlier attempt id that is not ada's
+    queue = prof.get("/instructor/grading").get_data(as_text=True)
+    assert "Attempt 1" in queue and "attempt #" not in queue
+    response = ada.post("/tasks/sdpa", data={"code": "def scaled_dot_product_attention(q, k, v): ...\n"})
+    sid = int(response.location.rsplit("/", 1)[1])
+    grade_queued(env)
+    prof.post(f"/instructor/submissions/{sid}/override", data={"points": "5", "comment": "See office hours."})
+    page = prof.get(f"/instructor/submissions/{sid}").get_data(as_text=True)
+    assert "“See office hours.”" in page and "“See office hours.”." not in page
+    lti = prof.get("/instructor/lti").get_data(as_text=True)
+    assert 'id="loopback-note"' in lti

@@ -37,6 +37,7 @@ def register(app: Flask) -> None:
         seconds=helpers.format_seconds, markdown=helpers.render_markdown,
         inline_markdown=helpers.render_inline, python=helpers.highlight_python,
         cjk_spacing=helpers.tidy_cjk_spacing, shown_title=courses.shown_title,
+        relative_path=helpers.relative_path,
         # the grader's feedback in the reader's language (its own catalogue: grader/translations)
         feedback=grader_text, skip_reason=grader_skip_reason)
     app.context_processor(helpers.template_globals)

@@ -49,7 +49,9 @@ FACTS = (
     ("protocol", _l("what was tampered with")),
     ("reproduce", _l("run this check alone")),  # the grader's command, on the student's own file
 )
-MARKS = {"pass": "✓", "fail": "✗", "note": "○"}  # a reported-only check that did not pass: neutral
+# a reported-only check that did not pass: neutral; a failure a bug already counted explains
+# (its points kept): grey, pointing up at the bug, not a red ✗ beside full points (review 3, P14)
+MARKS = {"pass": "✓", "fail": "✗", "note": "○", "explained": "↑"}
 PICTURE_KEYS = {"weights_submission", "weights_reference", "variance_by_dk"}
 # Shown another way or internal: the traceback has its own block (newlines kept), the
 # diagnosis is already said in words in the check's message ("Likely cause: ...", and
@@ -127,7 +129,8 @@ def describe_check(check: dict) -> dict:
     traceback = details.get("traceback") if isinstance(details.get("traceback"), str) else None
     scored = bool(check.get("max_points"))
     # A reported-only check (no points) is a hint: it never shows a failure's ✗ and red row.
-    state = "pass" if check.get("passed") else ("fail" if scored else "note")
+    state = "pass" if check.get("passed") else ("note" if not scored else
+                                                "explained" if details.get("because_of") else "fail")
     return {**check, "facts": facts, "other": other, "skipped": bool(details.get("skipped")),
             "case": shown.get("case") if isinstance(shown.get("case"), str) else None,
             "scored": scored, "state": state, "mark": MARKS[state],
