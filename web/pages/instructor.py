@@ -150,23 +150,22 @@ def regrade_assignment(slug: str):
         return render_template(
             "confirm.html", heading=gettext("Regrade every submission of %(title)s?", title=courses.shown_title(item)),
             form=form,
-            # English keeps its "(s)" wording (singular = plural); ngettext gives Russian its forms
-            lines=[ngettext("All %(num)d submission(s) are graded again with the current grader, "
-                            "through the job queue; the earlier results stay on record.",
-                            "All %(num)d submission(s) are graded again with the current grader, "
+            lines=[ngettext("The %(num)d submission is graded again with the current grader, "
+                            "through the job queue; the earlier result stays on record.",
+                            "All %(num)d submissions are graded again with the current grader, "
                             "through the job queue; the earlier results stay on record.", len(ids)),
-                   ngettext("%(num)d score(s) you overrode by hand stay as you set them.",
-                            "%(num)d score(s) you overrode by hand stay as you set them.", kept)],
+                   ngettext("%(num)d score you overrode by hand stays as you set it.",
+                            "%(num)d scores you overrode by hand stay as you set them.", kept)],
             action=url_for("instructor.regrade_assignment", slug=slug),
-            button=ngettext("Regrade %(num)d submission(s)", "Regrade %(num)d submission(s)", len(ids)),
+            button=ngettext("Regrade %(num)d submission", "Regrade %(num)d submissions", len(ids)),
             back=url_for("instructor.assignment", slug=slug))
     if form.validate_on_submit():
         plan = regrade_service.queue_regrades(db(), regrade_service.assignment_submissions(db(), item),
                                               state().dispatcher)
         count = sum(1 for queued in plan if queued.skipped is None)
-        flash(ngettext("%(num)d submission(s) of %(title)s queued for grading with the current "
+        flash(ngettext("%(num)d submission of %(title)s queued for grading with the current "
                        "grader; scores overridden by hand are kept.",
-                       "%(num)d submission(s) of %(title)s queued for grading with the current "
+                       "%(num)d submissions of %(title)s queued for grading with the current "
                        "grader; scores overridden by hand are kept.", count, title=courses.shown_title(item)),
               "success")
     return redirect(url_for("instructor.assignment", slug=slug))
