@@ -7,7 +7,7 @@ from flask_login import current_user
 from sqlalchemy import select
 
 from ..extensions import state
-from ..models import QuizAnswer, QuizAttempt, Submission
+from ..models import QuizAnswer, Submission
 from ..services import analytics, courses, extensions, gradebook, grading, mistakes, quizzes, review
 from ..services.users import find_user
 from ..services.submissions import SubmissionRejected
@@ -291,14 +291,7 @@ def grading_queue():
     for quiz in [a for a in _course().assignments if a.kind == "quiz"]:
         for answer in quizzes.pending_manual(session, quiz):
             items.append(_grading_item(answer, bank))
-    # each attempt as its student numbers it ("Attempt 1"), not by its id: one query for all
-    users = {item["student"].id for item in items}
-    seen: dict[tuple, int] = {}
-    numbers: dict[int, int] = {}
-    for attempt_id, user_id, assignment_id in session.execute(
-            select(QuizAttempt.id, QuizAttempt.user_id, QuizAttempt.assignment_id)
-            .where(QuizAttempt.user_id.in_(users)).order_by(QuizAttempt.id)):
-        seen[user_id, assignment_id] = numbers[attempt_id] = seen.get((user_id, assignment_id), 0) + 1
+    numbers = quizzes.students_attempt_numbers(session, {item["student"].id for item in items})
     for item in items:
         item["attempt_number"] = numbers.get(item["answer"].attempt_id)
     return render_template("instructor/grading.html", items=items)
