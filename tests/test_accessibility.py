@@ -32,6 +32,10 @@ MORE_KINDS = ["hand-attention-output", "hand-causal-weight", "split-heads-shape"
               "self-attention-cost-big-o", "attention-code-lines", "multi-head-facts"]
 
 
+SHOWN = {"/tasks/sdpa", "/quiz/quiz", "/instructor/assignments/quiz/settings", "/instructor/grading",
+         "/instructor/assignments/sdpa"}
+
+
 def audit(page) -> list[str]:
     """axe-core's WCAG 2.1 A and AA violations on the page, one readable line each."""
     if not page.evaluate("() => !!window.axe"):
@@ -140,6 +144,8 @@ def test_every_page_passes_an_axe_audit(server, site, lang):
             problems = audit(page)
             if problems:
                 found[f"{lang} {who} {path}"] = problems
+            if path in SHOWN or path == site["urls"]["wrong"].removeprefix(base):  # pages review 3 changed
+                shot(page, f"a11y-{lang}-{who}-" + re.sub(r"\W+", "-", path).strip("-"), full_page=False)
     visitor.context.close()
     assert not found, "\n".join(f"{where}:\n  " + "\n  ".join(p) for where, p in found.items())
 
