@@ -273,3 +273,16 @@ def test_small_seams_of_the_instructor_pages(env, ada, prof):
     assert "“See office hours.”" in page and "“See office hours.”." not in page
     lti = prof.get("/instructor/lti").get_data(as_text=True)
     assert 'id="loopback-note"' in lti
+
+
+def test_an_explained_failure_keeps_its_pictures_unfolded(env):
+    """The grey ↑ rows (P14) still open their heatmaps: the pictures show the counted bug."""
+    from web.pages.results import describe_checks
+    weights = {"weights_submission": [[[0.5, 0.5]]]}
+    checks = [{"id": "scale.default", "passed": False, "points": 0, "max_points": 8, "details": {}},
+              {"id": "mask.bool", "passed": False, "points": 4, "max_points": 4,
+               "details": {"because_of": "no_scale", **weights}}]
+    with env.app.test_request_context():
+        described = describe_checks(checks)
+    assert [c.get("open", False) for c in described] == [True, True]
+    assert [c["state"] for c in described] == ["fail", "explained"]

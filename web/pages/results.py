@@ -154,8 +154,11 @@ def describe_checks(checks: list[dict], open_limit: int = 4) -> list[dict]:
     """Every check described, with ``open`` set on the failures worth unfolding first:
     the first failure, then failures that come with pictures."""
     described = [dict(describe_check(c), position=i) for i, c in enumerate(checks)]
-    failed = [c for c in described if c["state"] == "fail" and not c["skipped"]]
-    chosen = failed[:1] + [c for c in failed[1:] if c["has_weights"] or c["has_variance"]]
+    # a failure a counted bug explains still shows its pictures unfolded: they show the bug
+    failed = [c for c in described if c["state"] in ("fail", "explained") and not c["skipped"]]
+    first = next((c for c in failed if c["state"] == "fail"), failed[0] if failed else None)
+    chosen = ([first] if first else []) + [c for c in failed if c is not first
+                                           and (c["has_weights"] or c["has_variance"])]
     for c in chosen[:open_limit]:
         c["open"] = True
     return described
