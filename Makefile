@@ -47,7 +47,16 @@ install: $(VENV)/.installed
 
 # The sandbox's bubblewrap and libseccomp and the CJK fonts, where this machine lets us install
 # them (root with apt-get); `serve` then prints which isolation it grades with, and why.
-run: install
+# The student package's wheel, served by the site for the task pages' install line (attn-grader
+# is not on a public index); rebuilt when the package's files change.
+INSTANCE ?= $(or $(ATTN_GRADER_INSTANCE_PATH),instance)
+$(INSTANCE)/dist/.built: pyproject.toml $(shell git ls-files grader questions web 2>/dev/null)
+	rm -f $(INSTANCE)/dist/attn_grader-*.whl
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation . -w $(INSTANCE)/dist 2>/dev/null || \
+	  $(PY) -m pip wheel -q --no-deps . -w $(INSTANCE)/dist
+	touch $@
+
+run: install $(INSTANCE)/dist/.built
 	bash scripts/system-deps.sh service
 	$(VENV)/bin/attn-grader db upgrade
 	$(VENV)/bin/attn-grader serve --host $(HOST) --port $(PORT)

@@ -46,7 +46,10 @@ def check_table(title: str, checks: list[dict], lang: str | None) -> Table:
     table.add_column(_("check"), no_wrap=True)
     table.add_column("", no_wrap=True)
     table.add_column(_("points"), justify="right", no_wrap=True)
-    table.add_column(_("what was found"), ratio=1)
+    # folded, not cut: Chinese has no spaces to wrap at, and rich's default for a cell too
+    # narrow is "…", which cut the advice short (review 3, P3); rich measures in terminal cells
+    # (a Han character is two), so the folds fall at the column's edge
+    table.add_column(_("what was found"), ratio=1, overflow="fold")
     skipped: dict[str, int] = {}
     for c in checks:
         if (c.get("details") or {}).get("skipped"):  # one line per reason, as on the web page

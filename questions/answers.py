@@ -85,7 +85,7 @@ def parse_number(answer, lang: str = "en") -> float:
         return float(answer)
     if not isinstance(answer, str):
         raise AnswerFormatError(f"expected a number, got {type(answer).__name__}")
-    text = re.sub(r"[\s\u00a0\u2009\u202f]+", "", answer).replace("−", "-").replace("–", "-")
+    text = re.sub(r"[\s\u00a0\u2009\u202f]+", "", expr.halfwidth(answer)).replace("−", "-").replace("–", "-")
     if not text or len(text) > 64:
         raise AnswerFormatError("expected a number such as 0.125, 1/8 or 1e-3")
     if lang != "ru" and re.fullmatch(r"[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?", text):
@@ -199,6 +199,11 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
         ok = kept == len(pairs)
         head = T(CORRECT) if ok else T("{got} of {total} pairs of items are in the right order relative "
                                        "to each other.", got=kept, total=len(pairs))
+        if notes and fraction < kept / len(pairs):  # say why the score is below the share of pairs
+            head = T("{got} of {total} pairs of items are in the right order relative to each other, but "
+                     "one pair is in the order this question warns about (see below), which caps the "
+                     "score at {points} of {top}.", got=kept, total=len(pairs),
+                     points=number(round(top * fraction, 2)), top=number(top))
         return result(fraction, ok, joined([head, *notes], "\n"), pairs=kept)
     if kind == "matching":
         lefts = [p["id"] for p in d["pairs"]]

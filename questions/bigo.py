@@ -16,6 +16,8 @@ import itertools
 import re
 from fractions import Fraction
 
+from . import expr
+
 FUNCTIONS = {"log", "ln", "lg", "log2", "sqrt"}
 _O_WRAPPER = re.compile(r"^\s*[OОΟΘ]\s*\((.*)\)\s*$", re.S)
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
@@ -231,6 +233,7 @@ def canonical(text: str, variables: list[str]) -> frozenset:
         raise BigOError("expected an expression such as O(n^2 d)")
     if len(text) > 200:
         raise BigOError("the expression is too long")
+    text = expr.halfwidth(text)
     m = _O_WRAPPER.match(text)
     try:
         terms = _Parser(m.group(1) if m else text, variables).parse()

@@ -12,6 +12,17 @@ import ast
 import functools
 import math
 import operator
+import unicodedata
+
+
+def halfwidth(text: str) -> str:
+    """Full-width forms as their ASCII twins: a Chinese or Japanese input method types
+    "（２，８）" for "(2,8)". Only the width forms are folded (NFKC on those characters): NFKC on
+    the whole text would also turn "n²" into "n2", which the answer readers read differently."""
+    return "".join(unicodedata.normalize("NFKC", ch)
+                   if unicodedata.decomposition(ch).startswith(("<wide>", "<narrow>")) else ch
+                   for ch in text)
+
 
 FUNCTIONS = {
     "sqrt": math.sqrt, "log": math.log, "log2": math.log2, "log10": math.log10,

@@ -15,6 +15,8 @@ question of a submitted attempt: the key alone. Pure functions of the bank: no d
 """
 from __future__ import annotations
 
+import math
+
 from grader.i18n import render
 
 from . import bigo, handcalc, shapes, symbolic
@@ -80,12 +82,14 @@ def review(question: Question, seed: int, answer=None, *, answered_in: str = "en
         out["yours"] = _number(answer, answered_in, lang)
     elif kind == "matrix":
         key = handcalc.result(d, env)
+        # the key to the precision the question asks ("two decimals": tolerance 0.01), not 0.6626
+        places = max(0, math.ceil(-math.log10(handcalc.tolerance(d)) - 1e-9))
         if d.get("ask", "matrix") == "entry":
-            out["key"] = format_number(round(handcalc.asked(d, env, key), 6), lang)
+            out["key"] = format_number(round(handcalc.asked(d, env, key), places), lang)
             out["yours"] = _number(answer, answered_in, lang)
         else:
             tol = handcalc.tolerance(d)
-            out["key_grid"] = [[format_number(round(x, 4), lang) for x in row] for row in key]
+            out["key_grid"] = [[format_number(round(x, places), lang) for x in row] for row in key]
             grid = (graded.details.get("matrix") if graded else None) or []
             out["grid"] = [[{"value": format_number(x, lang), "right": abs(x - k) <= tol + 1e-12}
                             for x, k in zip(row, key_row)] for row, key_row in zip(grid, key)]

@@ -26,6 +26,7 @@ def parse_shape(text) -> tuple[int, ...]:
         return tuple(text)
     if not isinstance(text, str) or not text.strip() or len(text) > 120:
         raise ShapeError("expected a shape such as (2, 8, 10, 16)")
+    text = expr.halfwidth(text)
     m = _WRAPPERS.match(text)
     body = (m.group(1) if m.group(1) is not None else m.group(2)).strip()
     if body[:1] in "([" and body[-1:] in ")]":

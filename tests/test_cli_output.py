@@ -131,3 +131,20 @@ def test_a_reported_only_check_that_did_not_pass_is_a_note_not_a_failure():
         console = for_output(Console(file=out, width=100, force_terminal=terminal, color_system=None))
         print_checks(console, "f.py — task sdpa", checks, "en")
         assert "FAIL" not in out.getvalue() and "note" in out.getvalue()
+
+
+def test_a_chinese_table_on_a_terminal_folds_its_messages_instead_of_cutting_them():
+    """Review 3, P3: at 80 columns a Han message (no spaces to wrap at) was cut with "…"."""
+    from rich.cells import cell_len
+    out = io.StringIO()
+    console = for_output(Console(file=out, width=80, force_terminal=True, color_system=None))
+    checks = [c.to_dict() for c in _report().checks]
+    advice = ("检测到的缩放：没有缩放：分数没有除以根号下键的维度，所以软最大值饱和；可能的原因：你没有缩放"
+              "点积，请在软最大值之前把分数除以根号下键的维度")
+    checks[1]["message"], checks[1]["message_i18n"] = advice, None
+    print_checks(console, "f.py — 任务 sdpa", checks, "zh")
+    text = out.getvalue()
+    assert "…" not in text
+    assert all(cell_len(line) <= 80 for line in text.splitlines())
+    flat = "".join(ch for ch in text if "\u4e00" <= ch <= "\u9fff" or ch in "：；，")
+    assert advice in flat  # every character, in order, folded across lines

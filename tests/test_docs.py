@@ -195,12 +195,25 @@ def test_the_site_builds_strictly(tmp_path):
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, f"mkdocs build --strict failed (`make docs` shows it):\n{run.stdout}{run.stderr}"
     assert "WARNING" not in run.stderr, run.stderr
-    security = (tmp_path / "site" / "operators" / "security" / "index.html").read_text(encoding="utf-8")
+    site = tmp_path / "site"
+    security = (site / "operators" / "security.html").read_text(encoding="utf-8")
     assert "Threat model" in security  # SECURITY.md is shown through the snippet
     for page in DOCS.rglob("*.md"):
-        rel = page.relative_to(DOCS).with_suffix("")
-        built = tmp_path / "site" / (rel.parent if rel.name == "index" else rel) / "index.html"
+        built = site / page.relative_to(DOCS).with_suffix(".html")
         assert built.exists(), f"{page} was not built"
+    # opened from disk (file://, as the README says), every link between pages lands on a file,
+    # never on a folder, which a browser would show as a directory listing (review 3, P7)
+    broken = []
+    for built in site.rglob("*.html"):
+        if "assets" in built.relative_to(site).parts or built.name == "404.html":
+            continue
+        for href in re.findall(r'href="([^"#?]+)', built.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", href) or href.startswith("/"):
+                continue
+            target = (built.parent / href).resolve()
+            if not target.is_file():
+                broken.append(f"{built.relative_to(site)} -> {href}")
+    assert not broken, broken[:10]
 
 
 def test_the_readme_is_a_short_front_door_whose_links_land():
@@ -211,3 +224,16 @@ def test_the_readme_is_a_short_front_door_whose_links_land():
     assert any(t.startswith("docs/") for t in targets)
     missing = [t for t in targets if not (ROOT / t).exists()]
     assert not missing, f"README.md links to missing files: {missing}"
+
+
+def test_the_question_counts_the_readme_and_the_docs_give_are_the_banks():
+    """Review 3, P8: the README said 79 questions when the bank had 101. The count is read from
+    the bank's loader, so adding a question fails this until the two texts say so too."""
+    from questions.model import load_bank
+    count = len(load_bank())
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    guide = (DOCS / "instructors" / "question-bank.md").read_text(encoding="utf-8")
+    said = {"README.md": re.search(r"\(docs/instructors/question-bank\.md\): (\d+) questions", readme),
+            "docs/instructors/question-bank.md": re.search(r"one YAML file per question \((\d+) at\s+present\)", guide)}
+    assert all(said.values()), {name: bool(m) for name, m in said.items()}
+    assert {name: int(m.group(1)) for name, m in said.items()} == dict.fromkeys(said, count)

@@ -313,10 +313,10 @@ def test_regrade_every_submission_of_an_assignment(env, ada, bob, prof):
     assert "Regrade every submission of" in page and grade_queued(env) == 0  # asks first
     page = prof.post("/instructor/assignments/sdpa/regrade", data={"confirmed": "yes"},
                      follow_redirects=True).get_data(as_text=True)
-    assert "2 submission(s) of Scaled dot-product attention queued" in page
+    assert "2 submissions of Scaled dot-product attention queued" in page
     again = prof.post("/instructor/assignments/sdpa/regrade", data={"confirmed": "yes"},
                       follow_redirects=True).get_data(as_text=True)
-    assert "0 submission(s) of Scaled dot-product attention queued" in again  # queued already
+    assert "0 submissions of Scaled dot-product attention queued" in again  # queued already
     assert grade_queued(env) == 2
     from web.models import Result
     with db_session(env) as session:  # the first results stay on record; the workers' are regrades
@@ -364,7 +364,7 @@ def test_account_page_issues_a_token_the_api_accepts_and_revokes_it(env, ada):
     assert token not in listing and token[:10] in listing and "laptop" in listing
     assert "Revoke every API token?" in ada.post("/account/revoke-tokens").get_data(as_text=True)
     assert api.get("/api/v1/tasks", headers={"Authorization": f"Bearer {token}"}).status_code == 200
-    assert "2 API token(s) revoked." in ada.post("/account/revoke-tokens", data={"confirmed": "yes"},
+    assert "2 API tokens revoked." in ada.post("/account/revoke-tokens", data={"confirmed": "yes"},
                                                  follow_redirects=True).get_data(as_text=True)
     assert api.get("/api/v1/tasks", headers={"Authorization": f"Bearer {token}"}).status_code == 401
 

@@ -16,7 +16,9 @@ PUBLIC = {"auth.sign_in", "auth.sign_up", "auth.forgot_password", "auth.reset_pa
           "lti.login", "lti.launch", "lti.jwks",
           # dynamic registration: the LMS opens it; a signed one-use token in the URL is the
           # authority (tests/test_lti_registration.py)
-          "lti.register"}
+          "lti.register",
+          # the student package's wheel (open source, no page data): pip cannot sign in
+          "student.download"}
 
 INSTRUCTOR_BLUEPRINTS = ("instructor.", "signup_admin.", "similarity.")
 

@@ -216,7 +216,7 @@ def test_an_override_survives_regrading_and_its_comment_reaches_the_student(env,
     prof.post(f"/instructor/submissions/{sid}/override",
               data={"points": "9", "comment": f"hand-checked {XSS}"})
     confirm = prof.post("/instructor/assignments/sdpa/regrade").get_data(as_text=True)
-    assert "1 score(s) you overrode by hand stay as you set them" in confirm
+    assert "1 score you overrode by hand stays as you set it" in confirm
     prof.post("/instructor/assignments/sdpa/regrade", data={"confirmed": "yes"})
     assert grade_queued(env) == 1
     assert ada.get(f"/submissions/{sid}/status.json").get_json()["score"] == 9.0

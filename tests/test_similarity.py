@@ -132,7 +132,8 @@ def test_a_second_start_while_computing_is_refused_and_a_stale_one_is_replaced(e
         session.commit()
     page = prof.post("/instructor/assignments/sdpa/similarity/", follow_redirects=True).get_data(as_text=True)
     assert "already being computed" in page and 'id="computing"' in page
-    assert 'http-equiv="refresh"' in page  # the page refreshes itself while computing
+    # the page refreshes itself while computing, with a box to stop it (WCAG 2.2.1)
+    assert 'id="auto-refresh"' in page and "js/refresh.js" in page
     with db_session(env) as session:
         report = session.scalar(select(SimilarityReport))
         report.created_at = utcnow() - timedelta(seconds=similarity.STALE_SECONDS + 1)

@@ -14,6 +14,7 @@ from flask_wtf.csrf import CSRFError
 
 from ..i18n import grader_skip_reason, grader_text
 from . import helpers
+from ..services import courses
 
 
 def register(app: Flask) -> None:
@@ -32,7 +33,8 @@ def register(app: Flask) -> None:
         when=helpers.format_when, score=helpers.format_score, points=helpers.format_points, percent=helpers.format_percent,
         seconds=helpers.format_seconds, markdown=helpers.render_markdown,
         inline_markdown=helpers.render_inline, python=helpers.highlight_python,
-        cjk_spacing=helpers.tidy_cjk_spacing,
+        cjk_spacing=helpers.tidy_cjk_spacing, shown_title=courses.shown_title,
+        relative_path=helpers.relative_path,
         # the grader's feedback in the reader's language (its own catalogue: grader/translations)
         feedback=grader_text, skip_reason=grader_skip_reason)
     app.context_processor(helpers.template_globals)

@@ -176,17 +176,15 @@ def revoke_all_tokens():
         live = sum(1 for t in current_user.tokens if t.revoked_at is None)
         return render_template(
             "confirm.html", heading=gettext("Revoke every API token?"), form=form,
-            # English keeps its "token(s)" wording (singular = plural); ngettext gives Russian
-            # its three forms
-            lines=[ngettext("Your %(num)d active token(s) stop working at once: `attn-grader submit` "
-                            "with any of them is refused until you create a new one.",
-                            "Your %(num)d active token(s) stop working at once: `attn-grader submit` "
+            lines=[ngettext("Your %(num)d active token stops working at once: `attn-grader submit` "
+                            "with it is refused until you create a new one.",
+                            "Your %(num)d active tokens stop working at once: `attn-grader submit` "
                             "with any of them is refused until you create a new one.", live)],
             action=url_for("auth.revoke_all_tokens"),
-            button=ngettext("Revoke %(num)d token(s)", "Revoke %(num)d token(s)", live),
+            button=ngettext("Revoke %(num)d token", "Revoke %(num)d tokens", live),
             button_class="danger", back=url_for("auth.account"))
     if form.validate_on_submit():
         count = revoke_tokens(db(), current_user)
         db().commit()
-        flash(ngettext("%(num)d API token(s) revoked.", "%(num)d API token(s) revoked.", count), "success")
+        flash(ngettext("%(num)d API token revoked.", "%(num)d API tokens revoked.", count), "success")
     return redirect(url_for("auth.account"))

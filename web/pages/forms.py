@@ -229,8 +229,9 @@ def _each_item_once(count: int):
     return check
 
 
-def answer_form(question: dict, previous=None) -> FlaskForm:
-    """A form for one rendered question (``questions.variants.render``), prefilled."""
+def answer_form(question: dict, previous=None, formdata=None) -> FlaskForm:
+    """A form for one rendered question (``questions.variants.render``), prefilled with the
+    stored answer, or with ``formdata`` (what was typed in a refused try)."""
     from .helpers import render_inline
 
     kind = question["kind"]
@@ -292,13 +293,16 @@ def answer_form(question: dict, previous=None) -> FlaskForm:
             data[f"match{index}"] = (previous or {}).get(left["id"], "")
     elif kind == "code":
         AnswerForm.code = TextAreaField(_l("Your function"), validators=[InputRequired()],
-                                        render_kw={"rows": 12, "spellcheck": "false",
-                                                   "class": "code-input"})
+                                        render_kw={"rows": 12, "spellcheck": "false", "class": "code-input",
+                                                   "data-keys-hint": _l("In the editor, Tab indents; press Esc, "
+                                                                        "then Tab, to move on.")})
         data["code"] = previous if previous is not None else question.get("template", "")
     else:  # free_text
         AnswerForm.text = TextAreaField(_l("Your answer"), validators=[InputRequired(), Length(max=20000)],
                                         render_kw={"rows": 8})
         data["text"] = previous
+    if formdata is not None:
+        return AnswerForm(formdata=formdata, prefix=f"q-{question['id']}")
     return AnswerForm(data=data, prefix=f"q-{question['id']}")
 
 

@@ -73,7 +73,7 @@ def scores_csv():
 def score_chart(slug: str):
     assignment = _assignment(slug)
     scores, top = analytics.best_scores(db(), assignment)
-    return Response(charts.score_histogram(scores, top, assignment.title),
+    return Response(charts.score_histogram(scores, top, courses.shown_title(assignment)),
                     mimetype="image/svg+xml")
 
 
@@ -148,26 +148,25 @@ def regrade_assignment(slug: str):
         ids = list(db().scalars(select(Submission.id).where(Submission.assignment_id == item.id)))
         kept = grading.overridden_count(db(), ids)
         return render_template(
-            "confirm.html", heading=gettext("Regrade every submission of %(title)s?", title=item.title),
+            "confirm.html", heading=gettext("Regrade every submission of %(title)s?", title=courses.shown_title(item)),
             form=form,
-            # English keeps its "(s)" wording (singular = plural); ngettext gives Russian its forms
-            lines=[ngettext("All %(num)d submission(s) are graded again with the current grader, "
-                            "through the job queue; the earlier results stay on record.",
-                            "All %(num)d submission(s) are graded again with the current grader, "
+            lines=[ngettext("The %(num)d submission is graded again with the current grader, "
+                            "through the job queue; the earlier result stays on record.",
+                            "All %(num)d submissions are graded again with the current grader, "
                             "through the job queue; the earlier results stay on record.", len(ids)),
-                   ngettext("%(num)d score(s) you overrode by hand stay as you set them.",
-                            "%(num)d score(s) you overrode by hand stay as you set them.", kept)],
+                   ngettext("%(num)d score you overrode by hand stays as you set it.",
+                            "%(num)d scores you overrode by hand stay as you set them.", kept)],
             action=url_for("instructor.regrade_assignment", slug=slug),
-            button=ngettext("Regrade %(num)d submission(s)", "Regrade %(num)d submission(s)", len(ids)),
+            button=ngettext("Regrade %(num)d submission", "Regrade %(num)d submissions", len(ids)),
             back=url_for("instructor.assignment", slug=slug))
     if form.validate_on_submit():
         plan = regrade_service.queue_regrades(db(), regrade_service.assignment_submissions(db(), item),
                                               state().dispatcher)
         count = sum(1 for queued in plan if queued.skipped is None)
-        flash(ngettext("%(num)d submission(s) of %(title)s queued for grading with the current "
+        flash(ngettext("%(num)d submission of %(title)s queued for grading with the current "
                        "grader; scores overridden by hand are kept.",
-                       "%(num)d submission(s) of %(title)s queued for grading with the current "
-                       "grader; scores overridden by hand are kept.", count, title=item.title),
+                       "%(num)d submissions of %(title)s queued for grading with the current "
+                       "grader; scores overridden by hand are kept.", count, title=courses.shown_title(item)),
               "success")
     return redirect(url_for("instructor.assignment", slug=slug))
 
@@ -179,10 +178,15 @@ def settings(slug: str):
     form = AssignmentSettingsForm(obj=item)
     bank = _bank()
     if item.kind == "quiz":
-        form.question_ids.choices = options((q.id, f"{q.id} — {q.text('title', 'en')} ({q.kind})")
-                                            for q in bank)
+        # the quiz's questions first, in its order, then the rest of the bank
+        chosen = [qid for qid in item.question_ids or [] if qid in bank]
+        rest = [q.id for q in bank if q.id not in set(chosen)]
+        form.question_ids.choices = options((qid, f"{qid} — {bank.get(qid).text('title', 'en')} "
+                                                  f"({bank.get(qid).kind})") for qid in chosen + rest)
         if not form.is_submitted():
             form.question_ids.data = list(item.question_ids or [])
+            if item.try_penalty is not None:  # 1/3 shown as 0.3333, not 0.3333333333333333
+                form.try_penalty.data = round(item.try_penalty, 4)
     else:
         del form.question_ids, form.answer_policy, form.try_penalty
         if not form.is_submitted():
@@ -198,17 +202,35 @@ def settings(slug: str):
             except ValueError as exc:
                 form[name].errors = list(form[name].errors) + [str(exc)]
                 valid = False
+    order_errors: dict[str, str] = {}
+    if valid and item.kind == "quiz":
+        positions = {key.removeprefix("position-"): value for key, value in request.form.items()
+                     if key.startswith("position-")}
+        order, order_errors = review.quiz_order(list(item.question_ids or []), form.question_ids.data or [],
+                                                positions)
+        if order_errors:
+            form.question_ids.errors = list(form.question_ids.errors) + [
+                gettext("Position of %(id)s: “%(typed)s” is not a whole number from 1.", id=qid, typed=typed)
+                for qid, typed in order_errors.items()]
+            valid = False
+        else:
+            form.question_ids.data = order
     if valid:
         data = {name: field.data for name, field in form._fields.items()
                 if name not in ("family_points", "hidden_families")}
         review.apply_settings(item, data)
         db().commit()
-        flash(gettext("Settings of %(title)s saved.", title=item.title), "success")
+        flash(gettext("Settings of %(title)s saved.", title=courses.shown_title(item)), "success")
         return redirect(url_for("instructor.settings", slug=slug))
     missing = [qid for qid in (item.question_ids or []) if qid not in bank]
     own = family_points.format_points(family_points.task_families(item.task_id)) if item.kind == "task" else ""
     families = " ".join(hidden_checks.task_families(item.task_id)) if item.kind == "task" else ""
+    positions = {qid: index + 1 for index, qid in enumerate(item.question_ids or [])}
+    if form.is_submitted() and item.kind == "quiz":  # a refused save shows what was typed
+        positions.update({key.removeprefix("position-"): value for key, value in request.form.items()
+                          if key.startswith("position-")})
     return render_template("instructor/settings.html", assignment=item, form=form, missing=missing,
+                           positions=positions, order_errors=order_errors,
                            own_points=own, families=families)
 
 
@@ -269,6 +291,9 @@ def grading_queue():
     for quiz in [a for a in _course().assignments if a.kind == "quiz"]:
         for answer in quizzes.pending_manual(session, quiz):
             items.append(_grading_item(answer, bank))
+    numbers = quizzes.students_attempt_numbers(session, {item["student"].id for item in items})
+    for item in items:
+        item["attempt_number"] = numbers.get(item["answer"].attempt_id)
     return render_template("instructor/grading.html", items=items)
 
 

@@ -5,6 +5,7 @@ from flask import (Blueprint, abort, current_app, flash, jsonify, redirect, rend
                    request, session, url_for)
 from flask_babel import gettext, ngettext
 from flask_login import current_user, login_required
+from werkzeug.datastructures import MultiDict
 
 from ..config import quiz_secret
 from ..extensions import state
@@ -28,17 +29,36 @@ def _quiz(slug: str):
 def _attempt_items(attempt: QuizAttempt, lang: str, with_forms: bool) -> list[dict]:
     """Each question as rendered for the attempt, with its stored answer and grades."""
     items = []
+    refused = session.pop(REFUSED_KEY, None) if with_forms else None
     for number, (shown, row) in enumerate(zip(quizzes.rendered_questions(attempt, lang),
                                               attempt.answers), start=1):
         question = shown["question"]
         manual = row.manual_grades[-1] if row.manual_grades else None
         closed = row.state == "final" or attempt.status != "open"
+        mine = refused if refused and refused["question"] == row.question_id else None
+        form = None
+        if with_forms and not closed:
+            form = answer_form(question, row.answer,
+                               formdata=MultiDict(list(mine["form"].items())) if mine and mine["form"] else None)
         items.append({**shown, "number": number, "row": row, "manual": manual,
                       "rubric": _rubric_met(question, row, lang) if manual else [],
-                      "answered": row.answered_at is not None,
-                      "form": answer_form(question, row.answer) if with_forms and not closed
-                      else None})
+                      "answered": row.answered_at is not None, "form": form,
+                      "refused": mine["message"] if mine and form else None})
     return items
+
+
+REFUSED_KEY = "quiz_refused"
+MAX_KEPT_CHARS = 2000  # the session is a cookie: a long text is not kept (a draft keeps it in the tab)
+
+
+def _keep_refused(question_id: str, message: str) -> None:
+    """A refused answer comes back after the redirect beside its own box, with what was typed
+    still in it (the page is long: a message at its top is out of view)."""
+    typed = {key: value for key, value in request.form.items(multi=True)
+             if key.startswith(f"q-{question_id}-") and not key.endswith(("csrf_token", "submit"))}
+    if sum(len(v) for v in typed.values()) > MAX_KEPT_CHARS:
+        typed = {}
+    session[REFUSED_KEY] = {"question": question_id, "message": message, "form": typed}
 
 
 def _rubric_met(question: dict, row, lang: str) -> list[dict]:
@@ -104,7 +124,7 @@ def answer(slug: str, question_id: str):
     form = answer_form(shown)
     if not form.validate_on_submit():
         problems = "; ".join(str(e) for errors in form.errors.values() for e in errors)
-        flash(gettext("Answer not saved: %(problems)s", problems=problems), "error")
+        _keep_refused(question_id, gettext("Answer not saved: %(problems)s", problems=problems))
     else:
         config = current_app.config
         try:  # a code answer is queued for the grading workers, never run in this process
@@ -113,6 +133,9 @@ def answer(slug: str, question_id: str):
                                     max_job_attempts=config["MAX_ATTEMPTS"],
                                     max_code_bytes=config["MAX_SUBMISSION_BYTES"])
             session_db.commit()
+        except quizzes.AnswerRefused as exc:
+            session_db.rollback()
+            _keep_refused(question_id, gettext("Answer not accepted: %(reason)s", reason=exc))
         except quizzes.QuizError as exc:
             session_db.rollback()
             flash(gettext("Answer not accepted: %(reason)s", reason=exc), "error")

@@ -35,6 +35,9 @@ def student(user_id: int):
     seen: dict[int, int] = {}
     for sub in sorted(submissions, key=lambda s: s.id):
         seen[sub.assignment_id] = numbers[sub.id] = seen.get(sub.assignment_id, 0) + 1
-    return render_template("instructor/student.html", person=person,
+    quiz_numbers: dict[int, int] = {}  # the same for quiz attempts: "Attempt 1", not "#2"
+    for attempt in sorted(attempts, key=lambda a: a.id):
+        seen[-attempt.assignment_id] = quiz_numbers[attempt.id] = seen.get(-attempt.assignment_id, 0) + 1
+    return render_template("instructor/student.html", person=person, quiz_numbers=quiz_numbers,
                            standings=progress.home_rows(session, person), submissions=submissions,
                            numbers=numbers, attempts=attempts, extensions=extensions)

@@ -1,7 +1,7 @@
 """The student's pages: home, a task (spec, starter, editor, submit), a result and its plots."""
 from __future__ import annotations
 
-from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redirect,
+from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redirect, send_file,
                    render_template, request, url_for)
 from flask_babel import force_locale, gettext
 from flask_login import current_user, login_required
@@ -9,7 +9,7 @@ from flask_login import current_user, login_required
 from grader import TORCH_VERSION
 
 from ..extensions import state, submit_code
-from ..services import courses, grading, progress, submissions, waiting
+from ..services import courses, grading, progress, student_package, submissions, waiting
 from . import charts
 from .forms import ActionForm, SubmissionForm
 from .helpers import (LANGUAGES, code_diff, db, highlight_python, interface_language, pygments_css,
@@ -79,7 +79,17 @@ def task(slug: str):
                            history=history, numbers=progress.attempt_numbers(history),
                            standing=standing,
                            max_bytes=current_app.config["MAX_SUBMISSION_BYTES"],
-                           torch_version=TORCH_VERSION)  # the students' CPU install line
+                           torch_version=TORCH_VERSION,  # the students' CPU install line
+                           wheel=student_package.served_wheel(current_app.config["INSTANCE_PATH"]))
+
+
+@bp.get("/downloads/<name>")
+def download(name: str):
+    """The student package's wheel, for `pip install <this address>` (no sign-in: pip has none)."""
+    wheel = student_package.served_wheel(current_app.config["INSTANCE_PATH"])
+    if wheel is None or name != wheel.name:
+        abort(404)
+    return send_file(wheel, mimetype="application/zip", download_name=wheel.name, max_age=300)
 
 
 @bp.get("/tasks/<slug>/starter.py")

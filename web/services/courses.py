@@ -1,6 +1,7 @@
 """The course and its assignments; one default course holds the chapter."""
 from __future__ import annotations
 
+from flask_babel import lazy_gettext as _l
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -27,6 +28,26 @@ CHAPTER_QUIZ = (
     "attention-kinds-sources", "permute-inputs", "positions-how-added", "parallel-property",
     "derive-score-variance", "masked-vs-unmasked", "kv-cache-shape", "kv-cache-memory-big-o",
 )
+
+
+# The built-in titles (the grader's tasks' and the quiz's), shown in each reader's language. A
+# title the instructor typed on the settings page is theirs, shown as typed in every language:
+# the page cannot translate it (review 3, P6; docs/instructors/web-app.md says so).
+QUIZ_TITLE = "Self-check quiz"
+BUILT_IN_TITLES = {
+    "Scaled dot-product attention": _l("Scaled dot-product attention"),
+    "Multi-head attention": _l("Multi-head attention"),
+    "Attention backward pass by hand": _l("Attention backward pass by hand"),
+    "Decoder attention over a padded batch": _l("Decoder attention over a padded batch"),
+    "Tiled attention with an online softmax": _l("Tiled attention with an online softmax"),
+    QUIZ_TITLE: _l("Self-check quiz"),
+}
+
+
+def shown_title(assignment) -> str:
+    """The assignment's title as the reader sees it: a built-in one translated, the rest as typed."""
+    built_in = BUILT_IN_TITLES.get(assignment.title)
+    return str(built_in) if built_in is not None else assignment.title
 
 
 def chapter_question_ids() -> list[str]:
@@ -57,7 +78,7 @@ def ensure_default_course(session: Session) -> Course:
                                    task_id=task_id, position=position))
             position += 1
     if "quiz" not in existing:
-        session.add(Assignment(course=course, slug="quiz", title="Self-check quiz", kind="quiz",
+        session.add(Assignment(course=course, slug="quiz", title=QUIZ_TITLE, kind="quiz",
                                question_ids=chapter_question_ids(), position=position))
     session.flush()
     return course

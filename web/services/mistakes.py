@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
-from sqlalchemy import and_, case, func, select
+from sqlalchemy import and_, case, false, func, or_, select
 from sqlalchemy.orm import Session
 
 from ..models import Assignment, Result, StoredCheck, Submission
@@ -104,8 +104,29 @@ def check_failure_rates(session: Session, assignment: Assignment) -> list[dict]:
             "latest_rate": (failed_latest or 0) / students if students else 0.0,
             "all_rate": (failed_all or 0) / total_all if total_all else 0.0,
             "common_mistakes": common})
+    _example_templates(session, out)
     out.sort(key=lambda s: (not s["scored"], -s["latest_rate"], -s["all_rate"], s["order"], s["check_id"]))
     return out
+
+
+def _example_templates(session: Session, rates: list[dict]) -> None:
+    """Give each example message its stored template (``example_i18n``), so the page shows it in
+    the reader's language (review 3, P5): the check rows keep the English text, the report the
+    template. One query, one report per distinct example, whatever the course's size."""
+    wanted = {(r["check_id"], m["example"]) for r in rates for m in r["common_mistakes"] if not m["bug"]}
+    where = or_(*(and_(StoredCheck.check_id == c, StoredCheck.message == m) for c, m in wanted)) \
+        if wanted else false()
+    first = select(func.min(StoredCheck.id)).where(where).group_by(StoredCheck.check_id, StoredCheck.message)
+    found = {}
+    for check_id, message, position, report in session.execute(
+            select(StoredCheck.check_id, StoredCheck.message, StoredCheck.position, Result.report)
+            .join(Result, Result.id == StoredCheck.result_id).where(StoredCheck.id.in_(first))):
+        checks = (report or {}).get("checks") or []
+        if position < len(checks) and checks[position].get("id") == check_id:
+            found[(check_id, message)] = checks[position].get("message_i18n")
+    for r in rates:
+        for m in r["common_mistakes"]:
+            m["example_i18n"] = found.get((r["check_id"], m["example"]))
 
 
 def common_bugs(session: Session, assignment: Assignment) -> dict:

@@ -109,6 +109,18 @@ def attempt_numbers(session: Session, user_id: int, assignment_id: int) -> dict[
     return {attempt_id: number for number, attempt_id in enumerate(ids, start=1)}
 
 
+def students_attempt_numbers(session: Session, user_ids) -> dict[int, int]:
+    """``attempt_numbers`` for every quiz attempt of these students, in one query (the grading
+    queue names each answer's attempt as its student does: "Attempt 1", not the id)."""
+    seen: dict[tuple, int] = {}
+    numbers: dict[int, int] = {}
+    for attempt_id, user_id, assignment_id in session.execute(
+            select(QuizAttempt.id, QuizAttempt.user_id, QuizAttempt.assignment_id)
+            .where(QuizAttempt.user_id.in_(list(user_ids))).order_by(QuizAttempt.id)):
+        seen[user_id, assignment_id] = numbers[attempt_id] = seen.get((user_id, assignment_id), 0) + 1
+    return numbers
+
+
 def outline(assignment: Assignment) -> dict:
     """What the landing page tells before a start: how many questions, how many points."""
     bank = question_bank()
@@ -187,6 +199,29 @@ def rendered_questions(attempt: QuizAttempt, lang: str | None = None) -> list[di
     return out
 
 
+class AnswerRefused(QuizError):
+    """An answer that cannot be read as its kind asks (no try is counted); the message, in the
+    reader's language, says how to write it."""
+
+
+def format_hint(question, answer) -> str:
+    """Why a typed answer could not be read, in the interface's language.
+
+    The bank's parsers explain in English; a student reads the rule for the question's kind,
+    with an example that is a format and never this question's key."""
+    typed = answer if isinstance(answer, str) else ""
+    if question.kind == "shape":
+        return gettext("“%(answer)s” is not a shape: write the sizes in brackets, separated by commas, "
+                       "such as (3, 5) for a 3 × 5 matrix.", answer=typed)
+    if question.kind == "big_o":
+        return gettext("“%(answer)s” is not a complexity this page can read: write it like O(n^2 d) or "
+                       "O(n log n), with the variables %(names)s.", answer=typed,
+                       names=", ".join(question.data.get("variables") or []))
+    if question.kind == "matrix" and isinstance(answer, (list, tuple)):
+        return gettext("An entry of the matrix is not a number: write each like 0.125, 1/8 or 1e-3.")
+    return gettext("“%(answer)s” is not a number: write it like 0.125, 1/8 or 1e-3.", answer=typed)
+
+
 def answer_question(session: Session, attempt: QuizAttempt, question_id: str, answer, *,
                     lang: str | None = None, now=None, dispatcher=None,
                     max_job_attempts: int = 3,
@@ -215,8 +250,8 @@ def answer_question(session: Session, attempt: QuizAttempt, question_id: str, an
                                max_code_bytes)
     try:
         result = grade_answer(question, row.seed, answer, lang or attempt.lang)
-    except AnswerFormatError as exc:
-        raise QuizError(str(exc)) from None
+    except AnswerFormatError:
+        raise AnswerRefused(format_hint(question, answer)) from None
     tried = QuizTry(number=len(row.tries) + 1, answer=answer, status="pending",
                     max_points=float(result.max_points), created_at=now)
     row.tries.append(tried)
