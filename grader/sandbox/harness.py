@@ -174,6 +174,8 @@ def load(req: dict) -> dict:
         _compile_without_a_compiler()
     if not any(isinstance(f, _BlockedImports) for f in sys.meta_path):
         sys.meta_path.insert(0, _BlockedImports())
+    import linecache
+    linecache.clearcache()  # source lines of torch's files read before the seal (warnings, tracebacks)
     try:
         source = STATE["sources"].get(req["path"])
         if source is None:
