@@ -17,9 +17,9 @@ Loaded by path by the harness (stdlib + torch only, like ``wire.py``). Two layer
   operators) are replaced by raisers, identified by what they are, in every torch module loaded
   now or later. Compilers and tools that merely *refer* to attention (``torch._dynamo``,
   ``torch._inductor``, ``torch.fx``, export, ONNX) are left alone: they compute nothing, and
-  honest code needs them (``torch.compile``, ``torch.utils.checkpoint``). Copying torch's
-  Python source into a file computes attention from matmul and softmax, as writing it does:
-  that is the static scan's and the fingerprint's concern, not this module's.
+  honest code needs them (``torch.compile``, ``torch.utils.checkpoint``). What this by-name
+  layer cannot reach (torch's attention patterns, code rebuilt from a code object, torch's files)
+  is ``seal.py``'s: code stripped by what it does, and torch's files sealed from the child.
 
 Each raiser records the attempt in ``ATTEMPTS`` (the harness reports it with every
 answer). That report is advisory, as everything from this process is; the parent has its own
