@@ -10,7 +10,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 # the reference. Any change to these files changes GRADER_VERSION, which stored grades record, so a
 # regrade can say whether the grader changed.
 _VERSIONED = ("checks", "tasks", "grading.py", "causes.py", "jsonsafe.py", "sandbox/harness.py",
-              "sandbox/disarm.py", "sandbox/trap.py", "sandbox/seal.py", "sandbox/answers.py", "../reference_impl",
+              "sandbox/disarm.py", "sandbox/trap.py", "sandbox/seal.py", "sandbox/streams.py", "sandbox/answers.py",
+              "../reference_impl",
               # what of torch the child can read (the sealed package directories)
               "sandbox/isolate.py", "sandbox/policy.py",
               # where a memory verdict is measured: the fresh child, and what the zygote gives it

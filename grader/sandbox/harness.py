@@ -35,6 +35,7 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 wire = _load_sibling("_attn_wire", "wire.py")
 disarm = _load_sibling("_attn_disarm", "disarm.py")
+streams = _load_sibling("_attn_streams", "streams.py")  # keys made block by block (tiled_attention)
 STATE = {"fn": None, "path": None, "sources": {}}
 # The grader's own packages, and libraries that ship ready-made attention, are not for submissions.
 BLOCKED = ("reference_impl", "grader", "flash_attn", "xformers", "transformers", "x_transformers", "timm")
@@ -209,12 +210,12 @@ MAX_OUTPUTS = 8  # tensors in a tuple output (the parent refuses more)
 
 def _tensors_in(args, kwargs):
     items = [(f"arg{i}", a) for i, a in enumerate(args)] + list(kwargs.items())
-    return [(name, t) for name, t in items if isinstance(t, torch.Tensor)]
+    return [(name, t) for name, t in items if isinstance(t, torch.Tensor) and not isinstance(t, streams.Streamed)]
 
 
 def call(req: dict) -> dict:
     device = torch.device(req.get("device", "cpu"))
-    move = lambda x: x.to(device) if isinstance(x, torch.Tensor) else x
+    move = lambda x: x.to(device) if isinstance(x, torch.Tensor) else streams.receive(x)
     args = [move(a) for a in req.get("args", [])]
     kwargs = {k: move(v) for k, v in req.get("kwargs", {}).items()}
     wrt = req.get("wrt") or []

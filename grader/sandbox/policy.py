@@ -133,7 +133,9 @@ SEALED_KEEP = ("lib",)  # bound back, read-only: the shared libraries (their cod
 # Public torch modules nothing imports by default that a submission may import for itself.
 PRELOADED_TORCH_MODULES = ("torch.testing", "torch.utils.checkpoint", "torch.autograd.functional",
                            "torch.nn.init", "torch.nn.utils", "torch.special", "torch.fft", "torch.linalg",
-                           "torch.func", "torch.overrides", "torch.utils.data", "torch.distributions")
+                           "torch.func", "torch.overrides", "torch.utils.data", "torch.distributions",
+                           # imported by the indexing of any tensor subclass (tiled_attention's streamed keys)
+                           "torch.distributed.tensor")
 SUBMISSION_DIR = "/sub"             # the student's files, read-only, noexec
 SUBMISSION_TMPFS = "size=16m,mode=755"
 SUBMISSION_FILE_BYTES = 16 * MiB    # each file, refused above
