@@ -86,7 +86,8 @@ def test_every_attack_family_is_present():
                      "float16_inside_everywhere", "inplace_hides_no_gradients", "probe_width_cheat",
                      "numpy_finite_differences", "restore_kernel_code", "quantizable_mha",
                      "torch_pattern_import", "torch_code_rebuilt", "torch_bytecode_marshal",
-                     "softmax_backward_native", "softmax_backward_decomposition"):
+                     "softmax_backward_native", "softmax_backward_decomposition", "tiled_rows_whole_keys",
+                     "tiled_query_chunks"):
         assert required in names
 
 

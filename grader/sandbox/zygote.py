@@ -243,7 +243,10 @@ def preload_torch() -> None:
     torch.func.jvp(lambda t: torch.softmax(t, dim=-1), (x,), (torch.ones_like(x),))
     torch.func.vmap(torch.sum)(x)
     for name in policy.PRELOADED_TORCH_MODULES:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except ImportError:  # a torch built without it (torch.distributed): the children lack it too
+            pass
     torch._dynamo.reset()  # nothing compiled here stays cached for the children
 
 
