@@ -4,7 +4,6 @@ from inside the child."""
 import importlib
 import importlib.util
 import os
-import types
 
 import pytest
 import torch

@@ -11,10 +11,12 @@ loop over 16 MiB blocks was measured at 295-375 MiB with glibc's defaults and 68
   a key loop 52 MiB, query blocks with key blocks inside 28, fixed 32×32 tiles 24, query chunks
   of 512 rows with whole key rows 68; the full matrix 533, a 256 MiB buffer made at import 281.
   L = 4096 halves the tiles a file with fixed small tiles loops over (65,536 of 16 × 16).
-* ``online.key_streaming``: L = 128, S = 2¹⁵, E = Ev = 256, float32, block_size 1024, the keys
+* ``online.key_streaming``: L = 128, S = 2¹⁵, E = Ev = 384, float32, block_size 1024, the keys
   and values handed over as streamed tensors (``grader/sandbox/streams.py``) that exist only as the
-  function takes them, block by block. Each is 32 MiB whole; the allowance (``stream_allowance``)
-  is about 31 MiB, which holds no whole copy of either. A softmax over whole rows of keys (query
+  function takes them, block by block. Each is 48 MiB whole; the allowance (``stream_allowance``)
+  is about 43 MiB, which holds no whole copy of either. Measured at E = Ev = 256 (allowance 31):
+  the correct corpus 19.5-30.7 MiB (Rabe and Staats's chunks, which keep one summary per key
+  block, the most), whole key rows and the full score matrix 146. A softmax over whole rows of keys (query
   chunks of 64 rows: 85/100 before; one row at a time: 100/100 before) makes every key and fails.
   What a right output within the allowance shows, whatever the child does with the class, is that
   the keys were never held whole: streaming over them, in one pass or several.
@@ -33,7 +35,7 @@ from ..i18n import T
 
 MiB = 1 << 20
 LONG_L, LONG_S, LONG_E, LONG_BLOCK = 4096, 8192, 64, 256  # memory.long_sequence
-STREAM_L, STREAM_S, STREAM_E, STREAM_BLOCK = 128, 1 << 15, 256, 1024  # online.key_streaming (E = Ev)
+STREAM_L, STREAM_S, STREAM_E, STREAM_BLOCK = 128, 1 << 15, 384, 1024  # online.key_streaming (E = Ev)
 SAMPLED_ROWS = 8
 # Each memory case's budget of the student's own time. Fixed 16 × 16 tiles (a public CS336 solution)
 # need 131,072 tiles on the long case: measured 5.9 s for 65,536 32 × 32 tiles at a load of 18 on
@@ -96,17 +98,17 @@ def long_sequence(ctx):
 
 def stream_allowance(q, k, v) -> int:
     """What a loop over key blocks may hold on the key-streaming case: its query and output twice
-    (as received and as built), 24 MiB, and 200 bytes per key: the bookkeeping of small fixed tiles
+    (as received and as built), 36 MiB, and 200 bytes per key: the bookkeeping of small fixed tiles
     (torch.split into 16-key tiles makes a tensor object per tile) and per-block summaries. The keys
     and values themselves are made block by block in the child, so no copy of them is allowed for."""
     received = q.numel() * q.element_size() + q[..., :1].numel() * v.size(-1) * 4
-    return 2 * received + 24 * MiB + 200 * k.size(-2)
+    return 2 * received + 36 * MiB + 200 * k.size(-2)
 
 
 def key_streaming(ctx):
-    """L = 128 queries, S = 2¹⁵ keys of width 256: the keys alone are 32 MiB, and so are the values.
+    """L = 128 queries, S = 2¹⁵ keys of width 384: the keys alone are 48 MiB, and so are the values.
     The child gets them as streamed tensors (``grader/sandbox/streams.py``), made block by block
-    as the function slices or splits them; the allowance (about 31 MiB) holds no whole copy of
+    as the function slices or splits them; the allowance (about 43 MiB) holds no whole copy of
     either. Only a function that takes the keys in blocks stays within it (an online softmax, or a
     softmax in several passes over the key blocks); a softmax over whole rows of keys, for chunks
     of query rows or one row at a time, makes every key first. Gates the skill's families."""

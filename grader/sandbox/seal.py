@@ -32,6 +32,7 @@ hook). What this cannot reach is torch's files: reading a ``.py`` and executing 
 directory at all (``sealed_dirs``, hidden by ``isolate.build_root``); a plain child (``none``,
 ``local``) can read it.
 """
+import dis
 import gc
 import os
 import re
@@ -45,7 +46,7 @@ SOFTMAX_NAMES = frozenset({"softmax", "_softmax", "log_softmax", "_log_softmax",
                            "special_softmax", "softmax_", "exp", "exp_", "logsumexp"})
 PRODUCT_NAMES = frozenset({"matmul", "_matmul", "bmm", "baddbmm", "mm", "addmm", "einsum"})
 DERIVATIVE_NAME = re.compile(r"backward|_bwd|vjp|jvp|jacrev|jacfwd|hessian|linearize", re.IGNORECASE)
-_BINARY_OP = __import__("dis").opmap.get("BINARY_OP")
+_BINARY_OP = dis.opmap.get("BINARY_OP")
 _MATMUL_ARGS = (4, 17)  # NB_MATRIX_MULTIPLY, NB_INPLACE_MATRIX_MULTIPLY (Python 3.11+)
 _PLACEHOLDER = 0x5EA1ED
 
@@ -73,7 +74,7 @@ def sealed() -> bool:
 
 def _uses_matmul_operator(code) -> bool:
     if _BINARY_OP is None:  # before 3.11 the operator had its own opcode
-        return "BINARY_MATRIX_MULTIPLY" in [__import__("dis").opname[b] for b in code.co_code[::2]]
+        return "BINARY_MATRIX_MULTIPLY" in [dis.opname[b] for b in code.co_code[::2]]
     raw = code.co_code
     at = raw.find(bytes((_BINARY_OP,)))
     while at != -1:
