@@ -145,11 +145,8 @@ def test_the_key_streaming_check_gates_the_skill_and_the_skill_carries_half_the_
 def test_one_query_row_at_a_time_with_whole_key_rows_fails_the_streaming_check():
     """Each row's softmax over every key holds one row of scores, no more than a copy of the keys;
     the keys made block by block are what it cannot take whole."""
-    rows = ("import math, torch\n"
-            "def tiled_attention(query, key, value, block_size):\n"
-            "    s = 1 / math.sqrt(query.size(-1))\n"
-            "    return torch.cat([torch.softmax(query[..., i:i + 1, :] @ key.transpose(-2, -1) * s, -1) @ value\n"
-            "                      for i in range(query.size(-2))], dim=-2)\n")
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "integrity", "tiled_rows_whole_keys.py")) as f:
+        rows = f.read()
     passed, message, details = _run_check(rows, tiled_memory.key_streaming)
     assert not passed and details["peak_mib"] > details["allowed_mib"] and "block by block" in message
 

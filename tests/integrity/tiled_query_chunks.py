@@ -2,6 +2,7 @@
 # over whole rows of keys; block_size is used, but for the queries
 # task: tiled_attention
 # expect: score<=40
+# levels: auto
 import math
 
 import torch

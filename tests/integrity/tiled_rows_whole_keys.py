@@ -3,6 +3,7 @@
 # no more than copies of the keys, so only making the keys block by block tells it apart
 # task: tiled_attention
 # expect: score<=40
+# levels: auto
 import math
 
 import torch
@@ -10,6 +11,7 @@ import torch
 
 def tiled_attention(query, key, value, block_size):
     scale = 1 / math.sqrt(query.size(-1))
-    rows = [torch.softmax(query[..., i:i + 1, :] @ key.transpose(-2, -1) * scale, dim=-1) @ value
+    keys_t, values = key.transpose(-2, -1), value + 0  # every key and value, once
+    rows = [torch.softmax(query[..., i:i + 1, :] @ keys_t * scale, dim=-1) @ values
             for i in range(query.size(-2))]
     return torch.cat(rows, dim=-2)
