@@ -261,12 +261,12 @@ def main() -> None:
     try:
         torch.set_num_threads(1)
         harness.warm_up()   # the lazy imports (sympy under backward) happen here, once (P2)
-        harness.disarm.disarm(stage_autograd=True)  # torch's own attention off (its kernels trapped) in every child, paid once here
         import numpy  # noqa: F401  (students import it; make that free)
         # torch.utils.checkpoint imports TorchDynamo on its first call: 100 MiB of objects a child
         # would otherwise build itself, inside a measured call (tiled_attention's memory checks).
         import torch._dynamo  # noqa: F401
-        preload_torch()
+        preload_torch()  # before disarm: one pass over the loaded code strips it all (seal.py)
+        harness.disarm.disarm(stage_autograd=True)  # torch's own attention off (its kernels trapped) in every child, paid once here
         preload_extensions()
         PLAN, LD_CACHE = filesystem_plan(), ld_cache()
         SECCOMP.update((mode, isolate.seccomp_program(mode)) for mode in policy.SECCOMP_MODES)
