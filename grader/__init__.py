@@ -11,7 +11,11 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 # regrade can say whether the grader changed.
 _VERSIONED = ("checks", "tasks", "grading.py", "causes.py", "jsonsafe.py", "sandbox/harness.py",
               # the bounds and the parse every static verdict rests on
-              "bounded.py", "source.py", "sandbox/disarm.py", "sandbox/trap.py", "sandbox/answers.py", "../reference_impl",
+              "bounded.py", "source.py",
+              "sandbox/disarm.py", "sandbox/trap.py", "sandbox/seal.py", "sandbox/streams.py", "sandbox/answers.py",
+              "../reference_impl",
+              # what of torch the child can read (the sealed package directories)
+              "sandbox/isolate.py", "sandbox/policy.py",
               # where a memory verdict is measured: the fresh child, and what the zygote gives it
               "sandbox/session.py", "sandbox/zygote.py")
 

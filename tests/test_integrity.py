@@ -86,7 +86,10 @@ def test_every_attack_family_is_present():
                      "scale_probe_cheat", "fresh_interpreter", "undo_block", "coding_utf7", "bom_correct",
                      "scan_recursion", "parse_recursion", "parse_memory", "noise_where_masked",
                      "float16_inside_everywhere", "inplace_hides_no_gradients", "probe_width_cheat",
-                     "numpy_finite_differences", "restore_kernel_code", "quantizable_mha"):
+                     "numpy_finite_differences", "restore_kernel_code", "quantizable_mha",
+                     "torch_pattern_import", "torch_code_rebuilt", "torch_bytecode_marshal",
+                     "softmax_backward_native", "softmax_backward_decomposition", "tiled_rows_whole_keys",
+                     "tiled_query_chunks"):
         assert required in names
 
 

@@ -137,3 +137,60 @@ def test_autograd_raises_in_a_child_that_blocks_it_and_only_there():
         for route, name in enumerate(ROUTE_NAMES):
             result = blocked.call(x, route)
             assert _blocked(result), (name, result.error, result.output)
+
+
+DERIVATIVES = '''
+import importlib
+import types
+import torch
+
+_d = lambda h: bytes.fromhex(h).decode()
+SOFTMAX_BACKWARD = _d("5f736f66746d61785f6261636b776172645f64617461")
+
+
+def _forward(t):
+    return torch.softmax(t * t, dim=-1)
+
+
+def f(x, route):
+    y = torch.softmax(x, dim=-1)
+    if route == 0:   # the native kernel through its Python binding
+        return getattr(torch, SOFTMAX_BACKWARD)(x, y, -1, y.dtype)
+    if route == 1:   # the same kernel through the dispatcher
+        return getattr(torch.ops.aten, SOFTMAX_BACKWARD).default(x, y, -1, y.dtype)
+    if route == 2:   # its Python formula in torch's decomposition tables
+        table = importlib.import_module(_d("746f7263682e5f6465636f6d70")).decomposition_table
+        return table[getattr(torch.ops.aten, SOFTMAX_BACKWARD).default](x, y, -1, y.dtype)
+    if route == 3:   # flex attention's dense backward, from its higher-order operator's kernel table
+        flex = importlib.import_module("torch._higher_order_ops.flex_attention")
+        dense = next(k for k in flex.flex_attention_backward.py_kernels.values() if isinstance(k, types.FunctionType))
+        q = x.reshape(1, 1, 1, -1)
+        out = dense(q, q, q, q, q.sum(-1), q, None, lambda s, b, h, m, n: s,
+                    lambda s, b, h, m, n, g: [g, None, None, None, None], (1, 1, None, None, None, None, None, None,
+                                                                           None, None, 1, 1, lambda b, h, m, n: True),
+                    1.0, {}, (), ())
+        return out[0].reshape(-1)
+    if route == 4:   # TorchScript's symbolic differentiation of a scripted forward
+        scripted = torch.jit.script(_forward)
+        gradient = torch._C._jit_differentiate(scripted.graph)
+        return x + len(str(gradient.df))
+    return getattr(torch.ops.aten, _d("7468726573686f6c645f6261636b77617264")).default(x, y, 0.0)  # any *_backward
+'''
+DERIVATIVE_ROUTES = ("_softmax_backward_data", "torch.ops.aten", "decomposition table", "flex attention's dense backward",
+                     "TorchScript autodiff", "threshold_backward")
+
+
+def test_every_derivative_torch_has_is_refused_where_autograd_is_blocked_and_only_there():
+    """The native *_backward* kernels, the decompositions' formulas, flex attention's dense backward and
+    TorchScript's autodiff: refused in a child that blocks autograd, for that reason only."""
+    x = torch.randn(6, dtype=torch.float64)
+    with SandboxSession(DERIVATIVES, "f", level="auto") as free:
+        outcomes = {name: free.call(x, route) for route, name in enumerate(DERIVATIVE_ROUTES)}
+    with SandboxSession(DERIVATIVES, "f", level="auto", block=("autograd",)) as blocked:
+        for route, name in enumerate(DERIVATIVE_ROUTES):
+            result = blocked.call(x, route)
+            if name == "flex attention's dense backward":  # attention's derivative: refused in every child
+                assert outcomes[name].error.exc_type == result.error.exc_type == "BuiltinAttentionDisabled"
+                continue
+            assert outcomes[name].ok, (name, outcomes[name].error)
+            assert _blocked(result), (name, result.error, result.output)

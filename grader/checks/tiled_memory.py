@@ -11,21 +11,23 @@ loop over 16 MiB blocks was measured at 295-375 MiB with glibc's defaults and 68
   a key loop 52 MiB, query blocks with key blocks inside 28, fixed 32×32 tiles 24, query chunks
   of 512 rows with whole key rows 68; the full matrix 533, a 256 MiB buffer made at import 281.
   L = 4096 halves the tiles a file with fixed small tiles loops over (65,536 of 16 × 16).
-* ``online.key_streaming``: L = 64, S = 2¹⁹, E = Ev = 1, float32, block_size 1024. One query's
-  row of scores over all keys is 2 MiB; a loop over key blocks holds L × block_size scores
-  (256 KiB). A plain softmax over whole key rows for chunks of c query rows holds about
-  4 MiB × c (scores and probabilities). Allowance 132 MiB here (``stream_allowance``). Measured:
-  returning zeros 15.6 MiB, a key loop 17.0, float64 throughout 27.5, fixed 32 × 64 tiles 16.1,
-  torch.split into fixed 32-key tiles 85.5 (64-key: 75.8; its view objects), query chunks of
-  1024 rows × key chunks summarised 72.2; chunks of 8, 16, 32 and 64 query rows with whole key
-  rows 62.6, 110.5, 206.5 and 270.7. Chunks of 32 rows or more fail; smaller chunks cannot be
-  told by memory from honest copies of the keys and per-tile bookkeeping.
+* ``online.key_streaming``: L = 128, S = 2¹⁵, E = Ev = 384, float32, block_size 1024, the keys
+  and values handed over as streamed tensors (``grader/sandbox/streams.py``) that exist only as the
+  function takes them, block by block. Each is 48 MiB whole; the allowance (``stream_allowance``)
+  is about 47 MiB, which holds no whole copy of either. Measured: Rabe and Staats's chunks, which
+  keep one summary per key block, 37 MiB (the most of the correct corpus, 19.5-30.7 MiB at
+  E = Ev = 256); whole key rows and the full score matrix 146 MiB at 256; one query row at a time
+  with whole key rows makes all the keys for every row and runs out of time. A softmax over whole rows of keys (query
+  chunks of 64 rows: 85/100 before; one row at a time: 100/100 before) makes every key and fails.
+  What a right output within the allowance shows, whatever the child does with the class, is that
+  the keys were never held whole: streaming over them, in one pass or several.
 """
 from __future__ import annotations
 
 import torch
 
 from reference_impl import scaled_dot_product_attention
+from ..sandbox import streams
 from .base import Fail, StudentFailure
 from .tiled_bugs import BUGS, explain, online
 from .tolerance import allowance, compare, relative_error
@@ -34,7 +36,7 @@ from ..i18n import T
 
 MiB = 1 << 20
 LONG_L, LONG_S, LONG_E, LONG_BLOCK = 4096, 8192, 64, 256  # memory.long_sequence
-STREAM_L, STREAM_S, STREAM_BLOCK = 64, 1 << 19, 1024  # online.key_streaming (E = Ev = 1)
+STREAM_L, STREAM_S, STREAM_E, STREAM_BLOCK = 128, 1 << 15, 384, 1024  # online.key_streaming (E = Ev)
 SAMPLED_ROWS = 8
 # Each memory case's budget of the student's own time. Fixed 16 × 16 tiles (a public CS336 solution)
 # need 131,072 tiles on the long case: measured 5.9 s for 65,536 32 × 32 tiles at a load of 18 on
@@ -42,11 +44,12 @@ SAMPLED_ROWS = 8
 SECONDS = 20.0
 
 
-def _measured_call(ctx, q, k, v, block, what):
+def _measured_call(ctx, q, k, v, block, what, sent=None):
     """The call in a child of its own (on the CPU even on a GPU worker: the cgroup counts host
-    memory), its output checked on sampled rows. A call that ran out of memory fails here."""
+    memory), its output checked on sampled rows. A call that ran out of memory fails here.
+    ``sent``: what the child gets in place of (q, k, v), the parent keeping k and v for its reference."""
     try:
-        result = ctx.call(q, k, v, block, fresh_child=True, run_on="cpu", during=what)
+        result = ctx.call(*(sent or (q, k, v)), block, fresh_child=True, run_on="cpu", during=what)
     except StudentFailure as exc:
         if exc.error.kind != "memory":
             raise
@@ -95,25 +98,33 @@ def long_sequence(ctx):
 
 
 def stream_allowance(q, k, v) -> int:
-    """What a loop over key blocks may hold on the key-streaming case: its inputs and output twice
-    (as received and as built), 24 MiB, and 200 bytes per key: copies of the keys and values (three
-    in float64 are 48 bytes a key here) and the bookkeeping of small fixed tiles (torch.split into
-    32-key tiles makes a view object per tile: about 80 bytes a key)."""
-    received = sum(t.numel() * t.element_size() for t in (q, k, v)) + q[..., :1].numel() * v.size(-1) * 4
-    return 2 * received + 24 * MiB + 200 * k.size(-2)
+    """What a loop over key blocks may hold on the key-streaming case: its query and output twice
+    (as received and as built), 40 MiB, and 200 bytes per key: the bookkeeping of small fixed tiles
+    (torch.split into 16-key tiles makes a tensor object per tile) and per-block summaries. The keys
+    and values themselves are made block by block in the child, so no copy of them is allowed for."""
+    received = q.numel() * q.element_size() + q[..., :1].numel() * v.size(-1) * 4
+    return 2 * received + 40 * MiB + 200 * k.size(-2)
 
 
 def key_streaming(ctx):
-    """L = 64 queries, S = 2¹⁹ keys: one query's row of scores over every key is 2 MiB. Only a loop
-    over the keys (an online softmax) stays within the allowance; a softmax over whole key rows for
-    chunks of query rows does not. Gates the ``online`` family."""
+    """L = 128 queries, S = 2¹⁵ keys of width 384: the keys alone are 48 MiB, and so are the values.
+    The child gets them as streamed tensors (``grader/sandbox/streams.py``), made block by block
+    as the function slices or splits them; the allowance (about 47 MiB) holds no whole copy of
+    either. Only a function that takes the keys in blocks stays within it (an online softmax, or a
+    softmax in several passes over the key blocks); a softmax over whole rows of keys, for chunks
+    of query rows or one row at a time, makes every key first. Gates the skill's families."""
     r = ctx.inputs.randn
-    q, k, v = r(1, STREAM_L, 1), r(1, STREAM_S, 1), r(1, STREAM_S, 1)  # E = Ev = 1: the keys cost least
-    what = T("L = {L}, S = {S:,}, E = 1, float32, block_size={block}", L=STREAM_L, S=STREAM_S, block=STREAM_BLOCK)
-    row = STREAM_S * 4
+    q = r(1, STREAM_L, STREAM_E)
+    seed = int(ctx.inputs.perm(1 << 20)[0]) + 1
+    specs = [{"seed": seed + i, "length": STREAM_S, "width": STREAM_E} for i in (0, 1)]
+    k, v = streams.whole(specs[0]), streams.whole(specs[1])
+    what = T("L = {L}, S = {S:,}, E = Ev = {E}, float32, block_size={block}, keys and values made block by block",
+             L=STREAM_L, S=STREAM_S, E=STREAM_E, block=STREAM_BLOCK)
+    keys = k.numel() * 4
     allowed = stream_allowance(q, k, v)
-    sizes = dict(what=what, row=row // MiB, allowed=allowed // MiB, blocks=STREAM_L * STREAM_BLOCK * 4 // 1024)
-    result = _measured_call(ctx, q, k, v, STREAM_BLOCK, what)
+    sizes = dict(what=what, keys=keys // MiB, allowed=allowed // MiB)
+    result = _measured_call(ctx, q, k, v, STREAM_BLOCK, what,
+                            sent=(q, streams.marker(specs[0]), streams.marker(specs[1])))
     if result is None:
         raise Fail(_skipped(T("your function ran out of memory"), sizes), {"measured": True, "out_of_memory": True})
     peak = result.memory_peak
@@ -121,18 +132,18 @@ def key_streaming(ctx):
         return T("output right on {what}; memory not measured: this sandbox has no cgroup to read (the server "
                  "measures it: a softmax over whole rows of keys fails there)", what=what), {"measured": False}
     details = {"measured": True, "peak_mib": round(peak / MiB, 1), "allowed_mib": round(allowed / MiB, 1),
-               "row_mib": row // MiB}
+               "keys_mib": keys // MiB}
     if peak > allowed:
         raise Fail(_skipped(T("your run's memory grew by {value:.0f} MiB (measured by the grader from your run's "
                               "cgroup)", value=peak / MiB), sizes), details)
-    return T("{what}: memory grew by {value:.0f} MiB (allowed {allowed} MiB; one query's row of scores over "
-             "all keys is {row} MiB): you stream over the keys", value=peak / MiB, **sizes), details
+    return T("{what}: memory grew by {value:.0f} MiB (allowed {allowed} MiB; the keys alone are {keys} MiB): "
+             "you stream over the keys", value=peak / MiB, **sizes), details
 
 
 def _skipped(problem, sizes) -> T:
-    return T("{what}: {problem}, over the {allowed} MiB allowed. One query's row of scores over all keys is "
-             "{row} MiB here, and a loop over key blocks of block_size holds {blocks} KiB of scores: you "
-             "computed whole rows of scores (a softmax over every key at once, for chunks of query rows) "
-             "and skipped the online softmax's streaming over the keys. Take the keys block by block and "
-             "keep a running maximum, normaliser and accumulator; until you do, the online family scores "
-             "nothing", problem=problem, **sizes)
+    return T("{what}: {problem}, over the {allowed} MiB allowed. The keys alone are {keys} MiB here, and the "
+             "grader makes them only as your function takes them, block by block: you held every key at once "
+             "(a softmax over whole rows of keys, for chunks of query rows or one row at a time) instead of "
+             "streaming over the keys. Take the keys (and values) block by block, key[..., j:j + block_size, :], "
+             "and keep a running maximum, normaliser and accumulator; until you do, the points of the online "
+             "softmax, its stability and its memory score nothing", problem=problem, **sizes)

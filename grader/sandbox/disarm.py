@@ -17,9 +17,9 @@ Loaded by path by the harness (stdlib + torch only, like ``wire.py``). Two layer
   operators) are replaced by raisers, identified by what they are, in every torch module loaded
   now or later. Compilers and tools that merely *refer* to attention (``torch._dynamo``,
   ``torch._inductor``, ``torch.fx``, export, ONNX) are left alone: they compute nothing, and
-  honest code needs them (``torch.compile``, ``torch.utils.checkpoint``). Copying torch's
-  Python source into a file computes attention from matmul and softmax, as writing it does:
-  that is the static scan's and the fingerprint's concern, not this module's.
+  honest code needs them (``torch.compile``, ``torch.utils.checkpoint``). What this by-name
+  layer cannot reach (torch's attention patterns, code rebuilt from a code object, torch's files)
+  is ``seal.py``'s: code stripped by what it does, and torch's files sealed from the child.
 
 Each raiser records the attempt in ``ATTEMPTS`` (the harness reports it with every
 answer). That report is advisory, as everything from this process is; the parent has its own
@@ -83,14 +83,21 @@ def _raiser(name: str, autograd: bool = False):
 
 # -- machine code -----------------------------------------------------------------------------
 
-def _trap():
-    name = "_attn_trap"
+def _sibling(name: str, filename: str):
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), "trap.py"))
+        spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), filename))
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
     return sys.modules[name]
+
+
+def _trap():
+    return _sibling("_attn_trap", "trap.py")
+
+
+def _seal():
+    return _sibling("_attn_seal", "seal.py")  # torch's Python code that computes attention, stripped
 
 
 NATIVE = {"problem": None}  # why the machine-code trap is not in place here (None: it is)
@@ -236,7 +243,15 @@ class _DisarmOnImport:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
                     spec.loader = _Loader(spec.loader)
                 return spec
+        if _seal().sealed():
+            raise ModuleNotFoundError(SEALED_MESSAGE.format(fullname), name=fullname)
         return None
+
+
+SEALED_MESSAGE = ("{} is not available while grading: the sandbox offers the torch modules it loaded before "
+                  "your file (torch, torch.nn, torch.nn.functional and what they import), and torch's files "
+                  "cannot be read")
+_IMPORTING = [0]  # how deep in torch imports this thread is (stripping waits for the outermost)
 
 
 class _Loader:
@@ -247,8 +262,18 @@ class _Loader:
         return self.inner.create_module(spec)
 
     def exec_module(self, module):
-        self.inner.exec_module(module)
+        _IMPORTING[0] += 1
+        try:
+            self.inner.exec_module(module)
+        except OSError as exc:  # the path finder's cached listing of a directory sealed since
+            if _seal().sealed():
+                raise ModuleNotFoundError(SEALED_MESSAGE.format(module.__name__), name=module.__name__) from exc
+            raise
+        finally:
+            _IMPORTING[0] -= 1
         _disarm_module(module)
+        if _IMPORTING[0] == 0:  # what the import defined, nested modules and tables included
+            _seal().strip_loaded(_raiser, derivatives=_AUTOGRAD_DONE)
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
@@ -274,6 +299,8 @@ def disarm(stage_autograd: bool = False) -> int:
     import torch.nn  # noqa: F401  (the modules whose names must be disarmed are loaded here)
     import torch.nn.functional  # noqa: F401
     count = _register_raisers() if trap_native(stage_autograd) is not None else 0
+    if stage_autograd:
+        backward_kernels()  # looked up once here, registered in the children that block autograd
     nn = torch.nn
     BLOCKED_CLASSES.extend([nn.MultiheadAttention, nn.Transformer, nn.TransformerEncoder, nn.TransformerDecoder,
                             nn.TransformerEncoderLayer, nn.TransformerDecoderLayer])
@@ -292,6 +319,7 @@ def disarm(stage_autograd: bool = False) -> int:
                 spec.loader = _Loader(spec.loader)
             except (AttributeError, TypeError):
                 pass
+    _seal().strip_loaded(_raiser)  # by what their code does, wherever they are bound
     sys.meta_path.insert(0, _DisarmOnImport())
     return count
 
@@ -339,6 +367,8 @@ def block_autograd() -> None:
             swaps[id(getattr(owner, attr))] = blocked
             setattr(owner, attr, blocked)
     torch.autograd.variable.Variable._execution_engine = _NoEngine()
+    _seal().strip_derivatives(_raiser)  # torch's Python derivatives (decompositions, flex attention's)
+    _register_backward_raisers()
     swaps.update(_block_forward_mode())
     _replace_everywhere(swaps)  # the other names torch binds them to (torch._functorch's, functorch's)
 
@@ -373,6 +403,42 @@ def _block_forward_mode() -> dict:
                          False)
     _KEEP_ALIVE.append(lib)  # as the attention fallback's registration (the trap is the boundary)
     return swaps
+
+
+BACKWARD_KERNELS: list = []  # (operator, dispatch key) of every kernel of an aten::*backward* operator
+
+
+def backward_kernels() -> list:
+    """Every registered kernel of an aten operator whose name says it is a derivative
+    (``_softmax_backward_data``, ``threshold_backward``...): about a thousand, a second to find."""
+    if not BACKWARD_KERNELS:
+        has = torch._C._dispatch_has_kernel_for_dispatch_key
+        keys = [k for k in torch._C.DispatchKey.__members__
+                if not k.startswith(("Undefined", "Catch", "EndOf", "StartOf", "Python"))]
+        for full in torch._C._dispatch_get_all_op_names():
+            if full.startswith("aten::") and "backward" in full:
+                for key in keys:
+                    try:
+                        if has(full, key):
+                            BACKWARD_KERNELS.append((full, key))
+                    except RuntimeError:  # a key this build cannot name
+                        pass
+    return BACKWARD_KERNELS
+
+
+def _register_backward_raisers() -> None:
+    """A raising kernel for each of them, so that calling one (``torch._softmax_backward_data``,
+    ``torch.ops.aten.*``) says why and is recorded. The trap's ``autograd`` group is what stops
+    them in machine code; this registration is an object in the child's memory."""
+    lib = torch._C._dispatch_library("IMPL", "aten", "")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "overriding a previously registered kernel": that is the point
+        for full, key in backward_kernels():
+            try:
+                lib.impl(full.split("::", 1)[1], key, _raiser(full + " (a derivative)", autograd=True), False)
+            except RuntimeError:
+                pass  # a key that takes no Python kernel
+    _KEEP_ALIVE.append(lib)
 
 
 # Where torch binds autograd's entry points under other names (torch.func's come from torch._functorch).

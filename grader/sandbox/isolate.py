@@ -108,6 +108,14 @@ def build_root(new_root: str, plan: dict, files: dict, tmp_size: int) -> None:
             bind(source, new_root + source)
     for link, target in plan.get("symlinks", {}).items():
         os.symlink(target, new_root + link)
+    for hidden in plan.get("sealed", ()):  # torch's Python files: its modules are in memory already
+        if os.path.isdir(new_root + hidden):
+            mount("tmpfs", new_root + hidden, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, policy.SEALED_TMPFS)
+            for keep in policy.SEALED_KEEP:  # its shared libraries, bound back (no Python in them)
+                if os.path.isdir(os.path.join(hidden, keep)):
+                    os.makedirs(os.path.join(new_root + hidden, keep))
+                    bind(os.path.join(hidden, keep), os.path.join(new_root + hidden, keep))
+            mount(None, new_root + hidden, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
     etc = new_root + "/etc"
     os.makedirs(etc, exist_ok=True)
     for name, text in plan["etc"].items():

@@ -124,6 +124,18 @@ DEV_NODES = ("null", "zero", "full", "random", "urandom")
 DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
              "stderr": "/proc/self/fd/2"}
 TMP_MODE = "1777"                   # size: Limits.tmp_size; nosuid, nodev; fresh for every run
+# torch's own package directories (torch, functorch) are hidden under an empty read-only tmpfs:
+# the zygote imported what grading needs before, and a child must not read torch's Python source
+# or bytecode (executing torch's attention code from its files; see seal.py).
+SEALED_PACKAGES = ("torch", "functorch")
+SEALED_TMPFS = "size=4k,mode=755"
+SEALED_KEEP = ("lib",)  # bound back, read-only: the shared libraries (their code is trapped in memory)
+# Public torch modules nothing imports by default that a submission may import for itself.
+PRELOADED_TORCH_MODULES = ("torch.testing", "torch.utils.checkpoint", "torch.autograd.functional",
+                           "torch.nn.init", "torch.nn.utils", "torch.special", "torch.fft", "torch.linalg",
+                           "torch.func", "torch.overrides", "torch.utils.data", "torch.distributions",
+                           # imported by the indexing of any tensor subclass (tiled_attention's streamed keys)
+                           "torch.distributed.tensor")
 SUBMISSION_DIR = "/sub"             # the student's files, read-only, noexec
 SUBMISSION_TMPFS = "size=16m,mode=755"
 SUBMISSION_FILE_BYTES = 16 * MiB    # each file, refused above
@@ -309,6 +321,9 @@ def describe(limits: Limits | None = None, threads: int = 1) -> dict:
                          + [f"the interpreter, venv and packages of {', '.join(PYTHON_PACKAGES)}"],
             "wall_extra": list(WALL_ETC_BINDS),
             "root": f"tmpfs ({ROOT_TMPFS}), read-only after pivot_root",
+            "sealed": f"the package directories of {', '.join(SEALED_PACKAGES)}: a read-only tmpfs over "
+                      f"each, empty but for {', '.join(SEALED_KEEP)} bound back (their modules are imported "
+                      f"before the child forks)",
             "/tmp": f"tmpfs, {limits.tmp_size} bytes, mode {TMP_MODE}, nosuid, nodev, fresh per run",
             "/dev": {"tmpfs": DEV_TMPFS + ", noexec", "nodes": list(DEV_NODES), "links": DEV_LINKS},
             "/etc": sorted(etc_files(0)) + ["ld.so.cache"],

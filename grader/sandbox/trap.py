@@ -68,11 +68,19 @@ def _attention(name: bytes) -> bool:
 
 def _autograd(name: bytes) -> bool:
     """The engine, forward mode, and of the generated backward nodes only what computes a
-    gradient (apply): their constructors and destructors run with every forward pass."""
+    gradient (apply): their constructors and destructors run with every forward pass. Of the
+    functions named ``backward``, torch's own (ATen's ``*_backward*`` kernels under every dispatch
+    key, their wrappers and lambdas): not the standard library's ``std::move_backward`` nor the
+    C libraries' (oneDNN, MKL), which only torch's backward kernels call."""
     if any(d in name for d in DESTRUCTORS):
         return False
     if name.startswith(b"_ZN5torch8autograd9generated"):
         return any(w in name for w in (b"5applyE", b"apply_with_saved", b"apply_functional"))
+    if b"backward" in name and not any(w in name for w in AUTOGRAD_WORDS if w != b"backward"):
+        # at::_ops::*::call only hands the call to the dispatcher, whose kernels are all trapped:
+        # left as it is, a call reaches the child's raising registration first and is recorded.
+        return name.startswith(b"_Z") and not name.startswith((b"_ZNSt", b"_ZSt", b"_ZN2at4_ops")) \
+            and not any(w in name for w in (b"move_backward", b"dnnl", b"ideep", b"mkl"))
     return True
 
 AUTOGRAD_WORDS = (
@@ -83,6 +91,8 @@ AUTOGRAD_WORDS = (
     b"_ZN5torch8autograd14ForwardADLevel",                 # entering a dual level (forward mode)
     b"_ZN5torch8autograd12AutogradMeta11set_fw_grad",      # attaching a tangent
     b"_make_dual",
+    b"backward",                                           # ATen's backward kernels (_softmax_backward_data...)
+    b"_ZN5torch3jit13differentiate",                       # TorchScript's symbolic differentiation
 )
 # Only libraries whose callers are C++ (libtorch_python's bindings are called by CPython, which
 # cannot unwind a C++ exception: trapping them would abort the process instead of raising).

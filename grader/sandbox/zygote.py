@@ -53,7 +53,8 @@ def filesystem_plan() -> dict:
             binds.append(prefix)
     dev_dir, prefix = os.path.split(policy.GPU_NODE_PREFIX)
     gpu = sorted(n for n in os.listdir(dev_dir) if n.startswith(prefix)) if os.path.isdir(dev_dir) else []
-    return {"ro_binds": binds, "symlinks": links, "gpu_nodes": gpu, "sys": bool(gpu)}
+    sealed = [d for d in harness.disarm._seal().package_dirs() if os.path.basename(d) in policy.SEALED_PACKAGES]
+    return {"ro_binds": binds, "symlinks": links, "gpu_nodes": gpu, "sys": bool(gpu), "sealed": sealed}
 
 
 def ld_cache() -> bytes:
@@ -229,6 +230,26 @@ def preload_extensions() -> int:
     return count
 
 
+def preload_torch() -> None:
+    """Import now what honest code makes torch import lazily: the children cannot, since torch's
+    files are sealed from them (policy.SEALED_PACKAGES). torch.compile's first call (TorchDynamo
+    with the eager backend the harness gives it), forward-mode AD's decompositions, and the public
+    modules a submission may import for itself."""
+    import importlib
+
+    import torch
+    x = torch.randn(3, 4)
+    torch.compile(lambda t: torch.softmax(t @ t.T, dim=-1), backend="eager")(x)
+    torch.func.jvp(lambda t: torch.softmax(t, dim=-1), (x,), (torch.ones_like(x),))
+    torch.func.vmap(torch.sum)(x)
+    for name in policy.PRELOADED_TORCH_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # a torch built without it (torch.distributed): the children lack it too
+            pass
+    torch._dynamo.reset()  # nothing compiled here stays cached for the children
+
+
 def threads_alive() -> int:
     return len(os.listdir("/proc/self/task"))
 
@@ -240,11 +261,12 @@ def main() -> None:
     try:
         torch.set_num_threads(1)
         harness.warm_up()   # the lazy imports (sympy under backward) happen here, once (P2)
-        harness.disarm.disarm(stage_autograd=True)  # torch's own attention off (its kernels trapped) in every child, paid once here
         import numpy  # noqa: F401  (students import it; make that free)
         # torch.utils.checkpoint imports TorchDynamo on its first call: 100 MiB of objects a child
         # would otherwise build itself, inside a measured call (tiled_attention's memory checks).
         import torch._dynamo  # noqa: F401
+        preload_torch()  # before disarm: one pass over the loaded code strips it all (seal.py)
+        harness.disarm.disarm(stage_autograd=True)  # torch's own attention off (its kernels trapped) in every child, paid once here
         preload_extensions()
         PLAN, LD_CACHE = filesystem_plan(), ld_cache()
         SECCOMP.update((mode, isolate.seccomp_program(mode)) for mode in policy.SECCOMP_MODES)

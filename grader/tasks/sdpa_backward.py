@@ -4,6 +4,9 @@ from . import Grading, Task, with_common_checks
 # The families whose points rest on the gradients coming from a backward pass (grad.at_scale, which
 # has no points of its own: it only shows that they do).
 GRADIENT_FAMILIES = ("output", "dtype", "jacobian", "scale", "mask", "causal")
+# The backward by hand is the task: unless grad.at_scale shows one, nothing scores, not even loading
+# and the bans (finite differences of a forward kept those 20 points).
+GATED_FAMILIES = GRADIENT_FAMILIES + ("inputs", "forbidden", "load")
 
 
 def build() -> Grading:
@@ -18,7 +21,7 @@ def build() -> Grading:
         *(Check(check_id, backward.output_check(name)) for check_id, name in zip(right, backward.NAMES)),
         Check("dtype.float32", backward.dtype_case(torch.float32)),
         Check("dtype.float64", backward.dtype_case(torch.float64)),
-        Check("grad.at_scale", at_scale.backward_task, 0, needs=right, gates=GRADIENT_FAMILIES),
+        Check("grad.at_scale", at_scale.backward_task, 0, needs=right, gates=GATED_FAMILIES),
         Check("jacobian.peaked", backward.jacobian, needs=right),
         Check("scale.default", backward.scale_default, needs=right),
         Check("scale.argument", backward.scale_argument, needs=right),
