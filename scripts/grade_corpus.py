@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 from grader.grading import grade_source  # noqa: E402
-from test_grader_corpus import CORPUS, ELSEWHERE, FILES, _lost, _task, expected_family, several_bugs  # noqa: E402
+from test_grader_corpus import ELSEWHERE, FILES, _lost, _name, _task, expected_family, several_bugs  # noqa: E402
 
 
 def problems(path: str, reports: list[dict]) -> list[str]:
@@ -73,10 +73,10 @@ def main() -> int:
             one = all(len(r.get("causes") or []) == 1 for r in reports)
             named[task] = named.get(task, 0) + one
             if not one:
-                print(f"{os.path.relpath(path, CORPUS)}: note: names {sorted({len(r.get('causes') or []) for r in reports})} causes")
+                print(f"{_name(path)}: note: names {sorted({len(r.get('causes') or []) for r in reports})} causes")
         for problem in problems(path, reports):
             broken += 1
-            print(f"{os.path.relpath(path, CORPUS)}: {problem}")
+            print(f"{_name(path)}: {problem}")
     for task in sorted({_task(f) for f in files}):
         mine = [f for f in files if _task(f) == task]
         print(f"{task}: {len(mine)} files x {len(seeds)} seeds; single-bug files naming exactly one cause "

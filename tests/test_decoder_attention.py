@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from grader.checks import decoder, decoder_bugs
+from grader.tasks.decoder_attention import bugs as decoder_bugs, checks as decoder
 from grader.checks.tolerance import relative_error
 from grader.checks.tuples import flat, key_name
 from grader.checks.variants import home_family, identify

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from grader.checks.fingerprint import (BACKWARD_FINGERPRINT, DECODER_FINGERPRINT, MHA_FINGERPRINT, SDPA_FINGERPRINT,
                                        TILED_FINGERPRINT, kernel_output)
 from grader.checks.inputs import InputFactory
+from grader.tasks import TASKS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FINGERPRINTS = {"sdpa": SDPA_FINGERPRINT, "mha": MHA_FINGERPRINT, "tiled_attention": TILED_FINGERPRINT,
@@ -57,7 +58,7 @@ def _samples(task, dtype, seed):
 def _correct_files():
     found = []
     for task in FINGERPRINTS:
-        found += [(task, p) for p in sorted(glob.glob(os.path.join(HERE, "corpus", task, "correct", "*.py")))]
+        found += [(task, p) for p in sorted(glob.glob(os.path.join(TASKS[task].corpus, "correct", "*.py")))]
         for p in sorted(glob.glob(os.path.join(HERE, "corpus", "elsewhere", task, "*.py"))):
             with open(p, encoding="utf-8") as f:
                 if not f.readline().startswith("# expect:"):

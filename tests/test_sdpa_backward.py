@@ -3,7 +3,8 @@ name resolves to, forward mode included), and autograd switched off in the child
 import pytest
 import torch
 
-from grader.checks import autograd_ban, backward, backward_bugs
+from grader.checks import autograd_ban
+from grader.tasks.sdpa_backward import bugs as backward_bugs, checks as backward
 from grader.sandbox import SandboxSession
 
 # Reverse and forward mode, reached by names the source scan can and cannot read: the run-time block

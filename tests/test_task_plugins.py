@@ -72,13 +72,15 @@ def softmax_lse(x):
 
 
 def write_course_package(root):
-    """my_course/softmax_lse.py (+ spec and template) and an installed-looking dist-info."""
+    """my_course/softmax_lse/: the task's folder, laid out as the grader's own (``__init__.py`` with the
+    Task, ``spec.md``, ``template.py.tmpl``), and an installed-looking dist-info."""
     pkg = root / "my_course"
-    pkg.mkdir()
+    folder = pkg / "softmax_lse"
+    folder.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "softmax_lse.py").write_text(TASK_MODULE)
-    (pkg / "softmax_lse.md").write_text("# Softmax with log-sum-exp\n\nReturn `(softmax(x), logsumexp(x))`.\n")
-    (pkg / "softmax_lse_template.py.tmpl").write_text("import torch\n\n\ndef softmax_lse(x):\n    ...\n")
+    (folder / "__init__.py").write_text(TASK_MODULE)
+    (folder / "spec.md").write_text("# Softmax with log-sum-exp\n\nReturn `(softmax(x), logsumexp(x))`.\n")
+    (folder / "template.py.tmpl").write_text("import torch\n\n\ndef softmax_lse(x):\n    ...\n")
     info = root / "my_course-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-course\nVersion: 0.1\n")

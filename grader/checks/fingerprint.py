@@ -98,7 +98,7 @@ def _backward_plain(args, kwargs) -> list:
     is p * (g - (g * p).sum(-1))) and the chain rule as honest code writes it, in the inputs' dtype."""
     import math
 
-    from .backward import reference_grads
+    from ..tasks.sdpa_backward.checks import reference_grads
     q, k, v, g = args
     mask, causal, scale = kwargs.get("attn_mask"), kwargs.get("is_causal", False), kwargs.get("scale")
     s = 1 / math.sqrt(q.size(-1)) if scale is None else scale
@@ -130,7 +130,7 @@ def _mha_plain(args, kwargs) -> list:
 
 
 def _decoder_plain(args, kwargs) -> list:
-    from .decoder import reference
+    from ..tasks.decoder_attention.checks import reference
     target = args[0]
     return [reference(*args, dtype=target.dtype)]
 
@@ -160,7 +160,7 @@ def _backward_sample(ctx, dtype=torch.float32):
 
 
 def _decoder_sample(ctx, dtype=torch.float32):
-    from .decoder import lengths
+    from ..tasks.decoder_attention.checks import lengths
     r = ctx.inputs.randn
     B = ctx.inputs.randint(3, 5)
     T_, S, D = ctx.inputs.distinct(3, 5, 16)

@@ -126,8 +126,22 @@ class Task:
     def fingerprint(self) -> Fingerprint | None:
         return self._built().fingerprint
 
+    @property
+    def folder(self) -> str:
+        """The task's folder (``grader/tasks/<id>/``): its spec, template and corpus lie there."""
+        return os.path.dirname(os.path.abspath(self.home))
+
+    @property
+    def corpus(self) -> str:
+        """Its corpus: ``corpus/correct/*.py`` and ``corpus/buggy/*.py`` (each starting ``# expect: <family>``)."""
+        return os.path.join(self.folder, "corpus")
+
     def _file(self, suffix: str) -> str:
-        return os.path.join(os.path.dirname(os.path.abspath(self.home)), f"{self.id}{suffix}")
+        # spec.md, spec.ru.md, template.py.tmpl in the task's folder; a task written as one module
+        # (the layout before folders) keeps <id>.md and <id>_template.py.tmpl next to it.
+        name = {".md": "spec.md", "_template.py.tmpl": "template.py.tmpl"}.get(suffix, f"spec{suffix}")
+        path = os.path.join(self.folder, name)
+        return path if os.path.exists(path) else os.path.join(self.folder, f"{self.id}{suffix}")
 
     @property
     def spec_markdown(self) -> str:

@@ -13,8 +13,8 @@ import math
 
 import torch
 
-from . import variants
-from ..i18n import N_, T
+from ...checks import variants
+from ...i18n import N_, T
 
 BUGS = {
     "no_accumulator_rescale": N_("when the running maximum grows you rescale the normaliser but not the "

@@ -14,11 +14,11 @@ import math
 import torch
 
 from reference_impl import scaled_dot_product_attention
-from .base import Fail, shape_str
-from .tiled_bugs import BUGS, candidates, explain, numeric_match, online  # noqa: F401  (BUGS, online: the tests' names)
-from .tolerance import allowance, compare, relative_error
-from .variants import HOME, identify
-from ..i18n import T
+from ...checks.base import Fail, shape_str
+from .bugs import BUGS, candidates, explain, numeric_match, online  # noqa: F401  (BUGS, online: the tests' names)
+from ...checks.tolerance import allowance, compare, relative_error
+from ...checks.variants import HOME, identify
+from ...i18n import T
 
 # The catalogue of known tiling bugs (and the family each is charged to) lives in tiled_bugs.
 

@@ -17,12 +17,13 @@ import weakref
 import torch
 
 from reference_impl import scaled_dot_product_attention
-from . import backward_bugs, variants
-from .base import Fail, StudentFailure
-from .calls import sdpa_kwargs
-from .tolerance import GRAD_FLOOR_FACTOR, GRAD_MULTIPLIER
-from .tuples import Outputs, assess_parts, parts_failure
-from ..i18n import T
+from . import bugs as backward_bugs
+from ...checks import variants
+from ...checks.base import Fail, StudentFailure
+from ...checks.calls import sdpa_kwargs
+from ...checks.tolerance import GRAD_FLOOR_FACTOR, GRAD_MULTIPLIER
+from ...checks.tuples import Outputs, assess_parts, parts_failure
+from ...i18n import T
 
 NAMES = backward_bugs.NAMES
 OUTPUT_CHECKS = tuple(f"output.{name}" for name in NAMES)

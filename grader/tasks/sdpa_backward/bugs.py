@@ -22,9 +22,9 @@ import math
 
 import torch
 
-from . import variants
-from .variants import sdpa_variants
-from ..i18n import N_
+from ...checks import variants
+from ...checks.variants import sdpa_variants
+from ...i18n import N_
 
 NAMES = ("dQ", "dK", "dV")
 BUGS = {

@@ -1,13 +1,13 @@
 """Task ``sdpa``: scaled_dot_product_attention with torch's calling convention (no dropout)."""
-from . import Grading, Task, with_common_checks
+from .. import Grading, Task, with_common_checks
 
 
 def build() -> Grading:
     import torch
 
-    from ..checks import (at_scale, forbidden, gradients, masks, output, properties, scale, speed, stability,
+    from ...checks import (at_scale, forbidden, gradients, masks, output, properties, scale, speed, stability,
                           weights)
-    from ..checks.base import Check
+    from ...checks.base import Check
 
     return Grading(fingerprint=forbidden.SDPA_FINGERPRINT, checks=with_common_checks([
         Check("output.shapes", output.shapes, 2),

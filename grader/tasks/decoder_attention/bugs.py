@@ -24,10 +24,10 @@ import math
 import torch
 
 from reference_impl import scaled_dot_product_attention
-from . import variants
-from .tuples import key_name
-from .variants import attend
-from ..i18n import N_
+from ...checks import variants
+from ...checks.tuples import key_name
+from ...checks.variants import attend
+from ...i18n import N_
 
 NAMES = ("self_out", "cross_out")
 # Sentences of the decoder's own bugs. The slips attention already names (variants.BUGS: no_scale,

@@ -13,10 +13,10 @@ from __future__ import annotations
 import torch
 
 from reference_impl import scaled_dot_product_attention
-from . import tuples
-from .decoder_bugs import NAMES, explain, keep_keys, layer, wrong_layers
-from .tuples import Outputs, judge
-from ..i18n import T
+from ...checks import tuples
+from .bugs import NAMES, explain, keep_keys, layer, wrong_layers
+from ...checks.tuples import Outputs, judge
+from ...i18n import T
 
 SPEC = Outputs(names=NAMES, explain=explain, dtype_bug="outputs_wrong_dtype")
 

@@ -1,12 +1,13 @@
 """Task ``tiled_attention``: the forward pass in key blocks with an online softmax, memory measured."""
-from . import Grading, Task, with_common_checks
+from .. import Grading, Task, with_common_checks
 
 
 def build() -> Grading:
     import torch
 
-    from ..checks import forbidden, tiled, tiled_memory
-    from ..checks.base import Check
+    from ...checks import forbidden
+    from . import checks as tiled, memory as tiled_memory
+    from ...checks.base import Check
 
     return Grading(fingerprint=forbidden.TILED_FINGERPRINT, checks=with_common_checks([
         Check("output.shapes", tiled.shapes, 2),

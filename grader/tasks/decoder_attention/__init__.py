@@ -1,12 +1,13 @@
 """Task ``decoder_attention``: causal self-attention and cross-attention over a padded batch."""
-from . import Grading, Task, with_common_checks
+from .. import Grading, Task, with_common_checks
 
 
 def build() -> Grading:
     import torch
 
-    from ..checks import decoder, forbidden
-    from ..checks.base import Check
+    from ...checks import forbidden
+    from . import checks as decoder
+    from ...checks.base import Check
 
     return Grading(fingerprint=forbidden.DECODER_FINGERPRINT, checks=with_common_checks([
         Check("output.shapes", decoder.shapes, 2),

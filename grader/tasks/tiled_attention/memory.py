@@ -26,11 +26,11 @@ from __future__ import annotations
 import torch
 
 from reference_impl import scaled_dot_product_attention
-from .base import Fail, StudentFailure
-from .tiled_bugs import BUGS, explain, online
-from .tolerance import allowance, compare, relative_error
-from .variants import identify
-from ..i18n import T
+from ...checks.base import Fail, StudentFailure
+from .bugs import BUGS, explain, online
+from ...checks.tolerance import allowance, compare, relative_error
+from ...checks.variants import identify
+from ...i18n import T
 
 MiB = 1 << 20
 LONG_L, LONG_S, LONG_E, LONG_BLOCK = 4096, 8192, 64, 256  # memory.long_sequence

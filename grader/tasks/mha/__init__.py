@@ -1,12 +1,12 @@
 """Task ``mha``: multi-head attention from four projection matrices."""
-from . import Grading, Task, with_common_checks
+from .. import Grading, Task, with_common_checks
 
 
 def build() -> Grading:
     import torch
 
-    from ..checks import forbidden, gradients, heads, masks, properties, scale
-    from ..checks.base import Check
+    from ...checks import forbidden, gradients, heads, masks, properties, scale
+    from ...checks.base import Check
 
     return Grading(fingerprint=forbidden.MHA_FINGERPRINT, checks=with_common_checks([
         Check("output.self_attention", heads.self_attention),

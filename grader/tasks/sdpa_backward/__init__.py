@@ -1,5 +1,5 @@
 """Task ``sdpa_backward``: (dQ, dK, dV) of scaled dot-product attention by hand, autograd forbidden."""
-from . import Grading, Task, with_common_checks
+from .. import Grading, Task, with_common_checks
 
 # The families whose points rest on the gradients coming from a backward pass (grad.at_scale, which
 # has no points of its own: it only shows that they do).
@@ -9,8 +9,9 @@ GRADIENT_FAMILIES = ("output", "dtype", "jacobian", "scale", "mask", "causal")
 def build() -> Grading:
     import torch
 
-    from ..checks import at_scale, autograd_ban, backward, forbidden
-    from ..checks.base import Check
+    from ...checks import at_scale, autograd_ban, forbidden
+    from . import checks as backward
+    from ...checks.base import Check
 
     right = backward.OUTPUT_CHECKS  # the property checks judge the gradients these found right
     return Grading(fingerprint=forbidden.BACKWARD_FINGERPRINT, checks=with_common_checks([
