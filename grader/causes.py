@@ -2,7 +2,7 @@
 
 A failing check whose output equals the reference with a named bug applied (its details
 carry ``diagnosis``) is fully explained by that bug. The bug is charged to the family that
-tests it (``variants.HOME``): the failing checks of that family keep their verdict. Anywhere
+tests it (its home in the task's catalogue, ``Task.bugs``): the failing checks of that family keep their verdict. Anywhere
 else, a check explained by a bug already charged is a knock-on: it is shown as "fails
 because of …" and keeps its points, since everything it checks on its own still holds.
 
@@ -17,7 +17,6 @@ Only what the parent has shown to hold may be forgiven, so a file cannot buy a k
 """
 from __future__ import annotations
 
-from .checks.variants import explain, home_family
 from .i18n import N_, T
 
 NEVER_FORGIVEN = {"nondeterministic"}  # bugs that never make another check a knock-on
@@ -29,15 +28,16 @@ def unanswered(check) -> bool:
     return bool(check.details.get("error_kind") or check.details.get("no_gradient"))
 
 
-def charge_once(checks: list, families) -> list[dict]:
-    """Mark knock-ons in ``checks`` (CheckResult objects, in report order) and return the causes."""
+def charge_once(checks: list, families, bugs) -> list[dict]:
+    """Mark knock-ons in ``checks`` (CheckResult objects, in report order) and return the causes.
+    ``bugs`` is the task's catalogue (``Task.bugs``): each named bug's sentence and home family."""
     causes: dict[str, dict] = {}
     failing = [c for c in checks if not c.passed and c.max_points > 0 and not c.details.get("skipped")]
     for c in failing:
         name = c.details.get("diagnosis")
         if name:
-            causes.setdefault(name, {"diagnosis": name, "explanation": explain(name),
-                                     "family": home_family(name, families), "charged": [], "knock_on": []})
+            causes.setdefault(name, {"diagnosis": name, "explanation": bugs.explain(name),
+                                     "family": bugs.home_family(name, families), "charged": [], "knock_on": []})
     failed_families = {c.id.split(".")[0] for c in failing}
     for name, cause in list(causes.items()):
         explained = [c for c in failing if c.details.get("diagnosis") == name]
@@ -80,19 +80,19 @@ def charge_once(checks: list, families) -> list[dict]:
             cause["knock_on"].append(c.id)
             c.details["because_of"] = name
             c.points = c.max_points
-            c.message = _knock_on(c.message, name)
+            c.message = _knock_on(c.message, name, cause["explanation"])
         cause["families"] = list(dict.fromkeys(i.split(".")[0] for i in cause["charged"]))
     return list(causes.values())
 
 
-def _knock_on(message, name: str):
+def _knock_on(message, name: str, explanation):
     """A knock-on's message: its own failure after the note that its bug is charged elsewhere.
     The bug is named in the note only where the message does not end by naming it ("Likely
     cause: …"); a page of knock-ons said each bug twice per row."""
-    explanation = explain(name)
     if explanation and explanation in message:
         return T("fails because of a bug already counted: {message}", message=message)
-    return T("fails because of a bug already counted ({bug}): {message}", bug=_bug(name), message=message)
+    return T("fails because of a bug already counted ({bug}): {message}", bug=_bug(name, explanation),
+             message=message)
 
 
 def summary(checks: list, causes: list[dict]) -> str:
@@ -138,7 +138,6 @@ def _counted(n: int, one: str, many: str, **args) -> T:
     return T(one if n == 1 else many, n=n, **args)
 
 
-def _bug(name: str, explanation: str | None = None):
+def _bug(name: str, explanation):
     """A named bug's sentence, translatable by its English text (its name where it has none)."""
-    text = explanation if explanation is not None else explain(name)
-    return T(text) if text else name
+    return T(explanation) if explanation else name

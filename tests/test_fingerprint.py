@@ -13,14 +13,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from grader.checks.fingerprint import (BACKWARD_FINGERPRINT, DECODER_FINGERPRINT, MHA_FINGERPRINT, SDPA_FINGERPRINT,
-                                       TILED_FINGERPRINT, kernel_output)
+from grader.checks.fingerprint import kernel_output
 from grader.checks.inputs import InputFactory
 from grader.tasks import TASKS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FINGERPRINTS = {"sdpa": SDPA_FINGERPRINT, "mha": MHA_FINGERPRINT, "tiled_attention": TILED_FINGERPRINT,
-                "decoder_attention": DECODER_FINGERPRINT, "sdpa_backward": BACKWARD_FINGERPRINT}
+# Each task's part lies in its folder (grader/tasks/<id>/fingerprint.py).
+FINGERPRINTS = {task_id: TASKS[task_id].fingerprint
+                for task_id in ("sdpa", "mha", "tiled_attention", "decoder_attention", "sdpa_backward")}
+SDPA_FINGERPRINT, MHA_FINGERPRINT, DECODER_FINGERPRINT, BACKWARD_FINGERPRINT = (
+    FINGERPRINTS[t] for t in ("sdpa", "mha", "decoder_attention", "sdpa_backward"))
 FUNCTIONS = {"sdpa": "scaled_dot_product_attention", "mha": "multi_head_attention",
              "tiled_attention": "tiled_attention", "decoder_attention": "decoder_attention",
              "sdpa_backward": "scaled_dot_product_attention_backward"}

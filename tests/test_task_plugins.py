@@ -207,3 +207,14 @@ def test_a_check_runs_after_the_checks_it_needs_and_must_declare_them():
     ctx.start("mask.bool")
     with pytest.raises(RuntimeError, match="without declaring"):
         ctx.passed_check("heads.single_head")
+
+
+def test_the_shared_checks_and_the_scoring_import_no_task():
+    """The fingerprint mechanism, the bans and the scoring sit below the tasks: importing them loads no
+    task (each task's fingerprint part and bug catalogue lie in its own folder)."""
+    code = ("import sys\nimport grader.checks.fingerprint, grader.checks.forbidden, grader.checks.autograd_ban, "
+            "grader.checks.variants, grader.checks.bugs, grader.causes\n"
+            "print([m for m in sys.modules if m.startswith('grader.tasks')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": ROOT}, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

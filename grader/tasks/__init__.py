@@ -28,21 +28,6 @@ ENTRY_POINT_GROUP = "attn_grader.tasks"
 
 
 @dataclass
-class Fingerprint:
-    """How ``forbidden.runtime`` recognises torch's fused kernel in this task's outputs.
-
-    ``sample(ctx, dtype)`` draws the arguments of an ordinary call on which the kernel applies;
-    ``builtin(args, kwargs)`` lists the kernel's outputs on them, one per way torch computes the
-    task with it (empty, or None entries, where it does not apply); ``plain(args, kwargs)`` lists
-    plain formulas that may round like it (where one does, nothing is proved). Outputs are tensors,
-    or tuples of them for a task that returns several (``grader/checks/fingerprint.py``).
-    """
-    sample: Callable
-    builtin: Callable
-    plain: Callable
-
-
-@dataclass
 class Grading:
     """What ``Task.build`` returns: the checks (in report order) and the fingerprint, if any.
 
@@ -50,7 +35,8 @@ class Grading:
     fixed here so that every check runs after what it needs, whatever order the list gives.
     """
     checks: list
-    fingerprint: Fingerprint | None = None
+    fingerprint: object = None   # a checks.fingerprint.Fingerprint (the task folder's fingerprint.py), if any
+    bugs: object = None          # a checks.bugs.Catalogue (the task folder's bugs.py); None: attention's
 
     def __post_init__(self):
         self.checks = ordered_by_needs(self.checks)
@@ -123,7 +109,16 @@ class Task:
         return self._built().checks
 
     @property
-    def fingerprint(self) -> Fingerprint | None:
+    def bugs(self):
+        """The task's bug catalogue (``grader/checks/bugs.py``): its named bugs' sentences and families."""
+        bugs = self._built().bugs
+        if bugs is None:
+            from ..checks.variants import ATTENTION
+            return ATTENTION
+        return bugs
+
+    @property
+    def fingerprint(self):
         return self._built().fingerprint
 
     @property

@@ -5,11 +5,12 @@ from .. import Grading, Task, with_common_checks
 def build() -> Grading:
     import torch
 
-    from ...checks import forbidden
     from . import checks as decoder
     from ...checks.base import Check
+    from .bugs import CATALOGUE
+    from .fingerprint import FINGERPRINT
 
-    return Grading(fingerprint=forbidden.DECODER_FINGERPRINT, checks=with_common_checks([
+    return Grading(fingerprint=FINGERPRINT, bugs=CATALOGUE, checks=with_common_checks([
         Check("output.shapes", decoder.shapes, 2),
         Check("output.float64", decoder.float64),
         Check("dtype.float32", decoder.dtype_case(torch.float32)),

@@ -81,7 +81,8 @@ HOMES = {
     "scale_sqrt_mult": ("output",), "scale_seq_len": ("output",), "softmax_queries": ("output",),
     "heads_split": ("output",), "heads_scale_dmodel": ("output",), "outputs_wrong_dtype": ("dtype", "output"),
 }
-variants.register(BUGS, HOMES)
+# The task's catalogue (Task.bugs): attention's, with the decoder's own sentences and families.
+CATALOGUE = variants.ATTENTION.extend(BUGS, HOMES)
 
 # Bugs whose key mask is built wrong (the rows zeroed with it are wrong too, unless ":keys_only").
 KEY_MASK_BUGS = ("padding_polarity", "lengths_plus_one", "lengths_minus_one", "memory_lengths_for_target")
@@ -99,7 +100,7 @@ FINITE_FILL = -1e9  # any fill this large gives the same weights: exp(fill - max
 
 def explain(name):
     """The sentence for a bug or one of its keys ("bug:detail"), in the reader's language."""
-    return variants.explain(key_name(name)) if name else ""
+    return CATALOGUE.explain(key_name(name)) if name else ""
 
 
 def catalogue(D: int) -> list:

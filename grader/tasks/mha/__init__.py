@@ -5,10 +5,11 @@ from .. import Grading, Task, with_common_checks
 def build() -> Grading:
     import torch
 
-    from ...checks import forbidden, gradients, heads, masks, properties, scale
+    from ...checks import gradients, heads, masks, properties, scale
     from ...checks.base import Check
+    from .fingerprint import FINGERPRINT
 
-    return Grading(fingerprint=forbidden.MHA_FINGERPRINT, checks=with_common_checks([
+    return Grading(fingerprint=FINGERPRINT, checks=with_common_checks([
         Check("output.self_attention", heads.self_attention),
         Check("output.cross_attention", heads.cross_attention),
         Check("output.float64", heads.float64),

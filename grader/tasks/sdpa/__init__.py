@@ -5,11 +5,12 @@ from .. import Grading, Task, with_common_checks
 def build() -> Grading:
     import torch
 
-    from ...checks import (at_scale, forbidden, gradients, masks, output, properties, scale, speed, stability,
+    from ...checks import (at_scale, gradients, masks, output, properties, scale, speed, stability,
                           weights)
     from ...checks.base import Check
+    from .fingerprint import FINGERPRINT
 
-    return Grading(fingerprint=forbidden.SDPA_FINGERPRINT, checks=with_common_checks([
+    return Grading(fingerprint=FINGERPRINT, checks=with_common_checks([
         Check("output.shapes", output.shapes, 2),
         Check("output.broadcast", output.broadcast),
         Check("output.fresh", output.fresh),

@@ -9,12 +9,14 @@ GRADIENT_FAMILIES = ("output", "dtype", "jacobian", "scale", "mask", "causal")
 def build() -> Grading:
     import torch
 
-    from ...checks import at_scale, autograd_ban, forbidden
+    from ...checks import at_scale, autograd_ban
     from . import checks as backward
     from ...checks.base import Check
+    from .bugs import CATALOGUE
+    from .fingerprint import FINGERPRINT
 
     right = backward.OUTPUT_CHECKS  # the property checks judge the gradients these found right
-    return Grading(fingerprint=forbidden.BACKWARD_FINGERPRINT, checks=with_common_checks([
+    return Grading(fingerprint=FINGERPRINT, bugs=CATALOGUE, checks=with_common_checks([
         Check("forbidden.autograd_source", autograd_ban.static_check),
         *(Check(check_id, backward.output_check(name)) for check_id, name in zip(right, backward.NAMES)),
         Check("dtype.float32", backward.dtype_case(torch.float32)),

@@ -60,8 +60,9 @@ BUGS = {
     "causal_ignored": N_("is_causal=True has no effect in your backward"),
     "float_mask_ignored": N_("you ignore the float mask: it is added to the scaled scores (forward and backward)"),
 }
-# The family each is charged to (grader/causes.py); a name attention already has keeps attention's.
-variants.register(BUGS, {
+# The family each is charged to (grader/causes.py), after attention's for a name it already has. The
+# task's catalogue (Task.bugs): its own sentences win ("... in your backward").
+CATALOGUE = variants.ATTENTION.extend(BUGS, {
     "no_jacobian_outer": ("jacobian",), "jacobian_diagonal": ("jacobian",), "rowsum_wrong_axis": ("jacobian",),
     "rowsum_over_batch": ("jacobian",),
     "no_scale_in_grads": ("scale",), "grad_scale_twice": ("scale",), "mask_not_in_ds": ("mask",),

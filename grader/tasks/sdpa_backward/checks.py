@@ -18,7 +18,6 @@ import torch
 
 from reference_impl import scaled_dot_product_attention
 from . import bugs as backward_bugs
-from ...checks import variants
 from ...checks.base import Fail, StudentFailure
 from ...checks.calls import sdpa_kwargs
 from ...checks.tolerance import GRAD_FLOOR_FACTOR, GRAD_MULTIPLIER
@@ -27,7 +26,7 @@ from ...i18n import T
 
 NAMES = backward_bugs.NAMES
 OUTPUT_CHECKS = tuple(f"output.{name}" for name in NAMES)
-SPEC = Outputs(names=NAMES, explain=variants.explain, multiplier=GRAD_MULTIPLIER, floor_factor=GRAD_FLOOR_FACTOR)
+SPEC = Outputs(names=NAMES, explain=backward_bugs.CATALOGUE.explain, multiplier=GRAD_MULTIPLIER, floor_factor=GRAD_FLOOR_FACTOR)
 
 
 def reference_grads(q, k, v, g, attn_mask=None, is_causal=False, scale=None):

@@ -5,11 +5,12 @@ from .. import Grading, Task, with_common_checks
 def build() -> Grading:
     import torch
 
-    from ...checks import forbidden
     from . import checks as tiled, memory as tiled_memory
     from ...checks.base import Check
+    from .bugs import CATALOGUE
+    from .fingerprint import FINGERPRINT
 
-    return Grading(fingerprint=forbidden.TILED_FINGERPRINT, checks=with_common_checks([
+    return Grading(fingerprint=FINGERPRINT, bugs=CATALOGUE, checks=with_common_checks([
         Check("output.shapes", tiled.shapes, 2),
         Check("output.block_sizes", tiled.block_extremes),
         Check("output.float64", tiled.float64),

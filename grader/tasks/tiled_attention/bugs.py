@@ -42,8 +42,8 @@ BUGS = {
     "output_dtype_differs": N_("your output's dtype is not the inputs': return the result in query.dtype "
                                "(float32 inputs need a float32 output, float64 inputs a float64 one)"),
 }
-# The family each of these bugs is charged to (grader/causes.py).
-variants.register(BUGS, {
+# The family each of these bugs is charged to (grader/causes.py): the task's catalogue (Task.bugs).
+CATALOGUE = variants.ATTENTION.extend(BUGS, {
     "no_accumulator_rescale": ("online",), "normaliser_before_rescale": ("online",),
     "block_edge_off_by_one": ("output",), "last_partial_block_dropped": ("output",),
     "no_final_division": ("output",), "normalised_twice": ("output",), "tiles_from_query_length": ("output",),

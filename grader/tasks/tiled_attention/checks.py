@@ -15,9 +15,9 @@ import torch
 
 from reference_impl import scaled_dot_product_attention
 from ...checks.base import Fail, shape_str
-from .bugs import BUGS, candidates, explain, numeric_match, online  # noqa: F401  (BUGS, online: the tests' names)
+from .bugs import BUGS, CATALOGUE, candidates, explain, numeric_match, online  # noqa: F401  (BUGS, online: the tests' names)
 from ...checks.tolerance import allowance, compare, relative_error
-from ...checks.variants import HOME, identify
+from ...checks.variants import identify
 from ...i18n import T
 
 # The catalogue of known tiling bugs (and the family each is charged to) lives in tiled_bugs.
@@ -50,7 +50,7 @@ def run_tiled(ctx, q, k, v, block, *, what: str):
     elif cmp.nonfinite:
         # An overflow where the reference is finite, after an update bug was named: computed in
         # float64 the buggy update does not overflow, so no variant matches; it is that bug's.
-        cause = next((b for b in ctx.diagnoses if HOME.get(b) == ("online",)), None)
+        cause = next((b for b in ctx.diagnoses if CATALOGUE.homes.get(b) == ("online",)), None)
     raise Fail(cmp.failure(what, explain(cause) if cause else ""),
                {"case": what, "shapes": shape_str(q, k, v), "block_size": block, "diagnosis": cause,
                 **cmp.details()})
