@@ -21,7 +21,7 @@ from .jsonsafe import json_safe
 from .checks.fingerprint import fresh_samples, kernel_output
 from .i18n import T, entry
 from .sandbox import SandboxSession
-from .tasks import registry
+from .tasks import Task, registry
 
 CHECK_SECONDS = 8.0   # per-check budget of the student's own time (no waits for a core); one slow check fails alone
 DETAILS_LIMIT = 20_000  # bytes of JSON per check's details
@@ -141,18 +141,24 @@ def _signature_problem(task, params) -> str | None:
 
 def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "auto", device: str = "cpu",
                  limits=None, progress=None, only: str | None = None,
-                 server_seed: int | None = None) -> GradeReport:
+                 server_seed: int | None = None, observe=None) -> GradeReport:
     """Grade ``source`` (the text or bytes of one .py file) for ``task`` (a registered task id).
 
     ``seed=None`` draws a secret seed (the server); a given seed is public and is echoed in the
     report as ``seed_public``. ``progress(check_id, done, total)`` is called before each check.
     Raises ``SandboxUnavailable`` for ``sandbox="strict"`` where isolation is missing, and
-    ``ValueError`` for an unknown task or sandbox level.
+    ``ValueError`` for an unknown task or sandbox level. ``task`` may also be a ``Task`` that is not
+    registered (``attn-grader tasks validate`` proves one before it goes live); ``observe(check_id,
+    args, kwargs)`` is told every call a check makes (the validation's record of the drawn cases).
     """
-    tasks = registry()
-    if task not in tasks:
-        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(tasks)}")
-    t = full = tasks[task]
+    if isinstance(task, Task):
+        t = full = task
+        task = t.id
+    else:
+        tasks = registry()
+        if task not in tasks:
+            raise ValueError(f"unknown task {task!r}; choose one of {', '.join(tasks)}")
+        t = full = tasks[task]
     if only is not None:
         if only not in {c.id for c in t.checks}:
             raise ValueError(f"unknown check {only!r} for task {task}; choose one of "
@@ -237,7 +243,8 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         if problem:
             return _finish(report, session, fail_load("load.signature", problem, {"parameters": loaded.params}))
         add("load.signature", True, T("the signature accepts every argument the task passes"))
-        _run_checks(report, session, t, secret, device, add, progress, total, smallest=only is not None)
+        _run_checks(report, session, t, secret, device, add, progress, total, smallest=only is not None,
+                    observe=observe)
         if only is not None and all(c.passed for c in report.checks if c.id == only):
             # the smallest case passes: show the check at its ordinary sizes instead
             report.checks = [c for c in report.checks if c.id.startswith("load.")]
@@ -385,8 +392,8 @@ def _gate_closed(result) -> bool:
     return not result.passed and not result.details.get("diagnosis")
 
 
-def _run_checks(report, session, t, seed, device, add, progress, total, smallest=False):
-    ctx = Context(session, t, seed, device, CHECK_SECONDS, smallest=smallest)
+def _run_checks(report, session, t, seed, device, add, progress, total, smallest=False, observe=None):
+    ctx = Context(session, t, seed, device, CHECK_SECONDS, smallest=smallest, observe=observe)
     checks_started = time.monotonic()
     per_check, crashes = {}, 0
     main = [c for c in t.checks if not c.post]

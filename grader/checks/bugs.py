@@ -23,13 +23,17 @@ def key_name(key: str) -> str:
 class Catalogue:
     texts: dict                                   # name -> sentence (an N_-marked English template)
     homes: dict = field(default_factory=dict)     # name -> the families it is charged to, first one the task has
+    own: tuple = ()                               # the names the task added (attn-grader tasks validate proves them)
+    # Names a check recognises from what it observes (a dtype, an input changed in place), not from an
+    # output equal to a wrong version's: no drawn case needs to show them as values.
+    by_check: frozenset = frozenset()
 
-    def extend(self, texts: dict, homes: dict | None = None) -> "Catalogue":
+    def extend(self, texts: dict, homes: dict | None = None, by_check=()) -> "Catalogue":
         """This catalogue with a task's own bugs: its sentences win, its families come after these."""
         merged = dict(self.homes)
         for name, families in (homes or {}).items():
             merged[name] = merged.get(name, ()) + tuple(f for f in families if f not in merged.get(name, ()))
-        return Catalogue({**self.texts, **texts}, merged)
+        return Catalogue({**self.texts, **texts}, merged, tuple(texts), self.by_check | frozenset(by_check))
 
     def explain(self, name: str | None):
         """The bug's sentence (a ``T``: rendered in the reader's language), "" for no known bug.

@@ -37,6 +37,9 @@ class Grading:
     checks: list
     fingerprint: object = None   # a checks.fingerprint.Fingerprint (the task folder's fingerprint.py), if any
     bugs: object = None          # a checks.bugs.Catalogue (the task folder's bugs.py); None: attention's
+    # wrong_outputs(args, kwargs) -> (right output, {bug key: output with that bug}), in float64: how the
+    # catalogue's bugs show on one call (``attn-grader tasks validate`` proves each one reachable)
+    wrong_outputs: object = None
 
     def __post_init__(self):
         self.checks = ordered_by_needs(self.checks)
@@ -94,6 +97,12 @@ class Task:
     outputs: int = 1                # 1: the function returns a tensor; n > 1: a tuple of n tensors
     gpu_suite: bool = False         # the half-precision GPU suite applies (it calls the sdpa signature)
     block: tuple = ()               # more of torch switched off in the child: "autograd"
+    # What `attn-grader tasks validate` proves the task against (grader/validate.py):
+    skill: str = ""                 # what the exercise teaches; shortcuts/skill.py skips it and must fail
+    # The input space: axis -> {edge: predicate(args, kwargs) -> bool}, true on a call that draws that
+    # edge. Every edge must be drawn by some scored case, and the spec says which inputs to handle.
+    space: dict = field(default_factory=dict)
+    budget: float = 3.0             # CPU of one grading, at most this many times sdpa's in the same run
     _grading: Grading | None = field(default=None, repr=False, compare=False)
 
     def _built(self) -> Grading:

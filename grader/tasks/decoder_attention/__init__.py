@@ -7,10 +7,10 @@ def build() -> Grading:
 
     from . import checks as decoder
     from ...checks.base import Check
-    from .bugs import CATALOGUE
+    from .bugs import CATALOGUE, wrong_outputs
     from .fingerprint import FINGERPRINT
 
-    return Grading(fingerprint=FINGERPRINT, bugs=CATALOGUE, checks=with_common_checks([
+    return Grading(fingerprint=FINGERPRINT, bugs=CATALOGUE, wrong_outputs=wrong_outputs, checks=with_common_checks([
         Check("output.shapes", decoder.shapes, 2),
         Check("output.float64", decoder.float64),
         Check("dtype.float32", decoder.dtype_case(torch.float32)),
@@ -29,4 +29,15 @@ TASK = Task(
     points={"load": 5, "forbidden": 5, "output": 25, "dtype": 5, "padding": 25, "causal": 10, "cross": 10,
             "lengths": 10, "inputs": 5},
     build=build, order=40, outputs=2,
+    skill="masks built from lengths: the padding of both sequences and the causal mask of the self-attention",
+    space={
+        "target lengths": {"1": lambda a, kw: bool((a[2] == 1).any()),
+                           "T (no padding)": lambda a, kw: bool((a[2] == a[0].size(1)).any()),
+                           "padded": lambda a, kw: bool((a[2] < a[0].size(1)).any())},
+        "memory lengths": {"1": lambda a, kw: bool((a[3] == 1).any()),
+                           "padded": lambda a, kw: bool((a[3] < a[1].size(1)).any())},
+        "lengths": {"S > T": lambda a, kw: a[1].size(1) > a[0].size(1)},
+        "dtype": {"float32": lambda a, kw: str(a[0].dtype) == "torch.float32",
+                  "float64": lambda a, kw: str(a[0].dtype) == "torch.float64"},
+    },
 )

@@ -7,9 +7,10 @@ def build() -> Grading:
 
     from ...checks import gradients, heads, masks, properties, scale
     from ...checks.base import Check
+    from .bugs import wrong_outputs
     from .fingerprint import FINGERPRINT
 
-    return Grading(fingerprint=FINGERPRINT, checks=with_common_checks([
+    return Grading(fingerprint=FINGERPRINT, wrong_outputs=wrong_outputs, checks=with_common_checks([
         Check("output.self_attention", heads.self_attention),
         Check("output.cross_attention", heads.cross_attention),
         Check("output.float64", heads.float64),
@@ -37,4 +38,14 @@ TASK = Task(
     points={"load": 5, "forbidden": 5, "output": 20, "dtype": 5, "heads": 20, "scale": 15, "mask": 10,
             "causal": 10, "batch": 3, "grad": 5, "inputs": 2, "precision": 0},
     build=build, order=20,
+    skill="splitting the features into heads, attending per head, and merging the heads back",
+    space={
+        "mask": {"none": lambda a, kw: kw.get("attn_mask") is None and not kw.get("is_causal"),
+                 "boolean": lambda a, kw: kw.get("attn_mask") is not None,
+                 "causal": lambda a, kw: bool(kw.get("is_causal"))},
+        "lengths": {"L != S (cross-attention)": lambda a, kw: a[0].size(1) != a[1].size(1)},
+        "heads": {"several": lambda a, kw: a[6] > 1},
+        "dtype": {"float32": lambda a, kw: str(a[0].dtype) == "torch.float32",
+                  "float64": lambda a, kw: str(a[0].dtype) == "torch.float64"},
+    },
 )

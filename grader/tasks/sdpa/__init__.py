@@ -8,9 +8,10 @@ def build() -> Grading:
     from ...checks import (at_scale, gradients, masks, output, properties, scale, speed, stability,
                           weights)
     from ...checks.base import Check
+    from .bugs import wrong_outputs
     from .fingerprint import FINGERPRINT
 
-    return Grading(fingerprint=FINGERPRINT, checks=with_common_checks([
+    return Grading(fingerprint=FINGERPRINT, wrong_outputs=wrong_outputs, checks=with_common_checks([
         Check("output.shapes", output.shapes, 2),
         Check("output.broadcast", output.broadcast),
         Check("output.fresh", output.fresh),
@@ -48,4 +49,17 @@ TASK = Task(
             "causal": 10, "stability": 5, "batch": 3, "grad": 10, "inputs": 2,
             "permutation": 0, "fully_masked": 0, "speed": 0, "precision": 0},
     build=build, order=10, gpu_suite=True,
+    skill="attention by hand: scaled scores, masks, a softmax over the keys, the weighted sum of the values",
+    space={
+        "mask": {"none": lambda a, kw: kw.get("attn_mask") is None and not kw.get("is_causal"),
+                 "boolean": lambda a, kw: kw.get("attn_mask") is not None and str(kw["attn_mask"].dtype) == "torch.bool",
+                 "additive float": lambda a, kw: kw.get("attn_mask") is not None and kw["attn_mask"].is_floating_point(),
+                 "causal": lambda a, kw: bool(kw.get("is_causal"))},
+        "lengths": {"L = S": lambda a, kw: a[0].size(-2) == a[1].size(-2),
+                    "L != S": lambda a, kw: a[0].size(-2) != a[1].size(-2)},
+        "value width": {"Ev != E": lambda a, kw: a[2].size(-1) != a[0].size(-1)},
+        "scale": {"given": lambda a, kw: kw.get("scale") is not None},
+        "dtype": {"float32": lambda a, kw: str(a[0].dtype) == "torch.float32",
+                  "float64": lambda a, kw: str(a[0].dtype) == "torch.float64"},
+    },
 )

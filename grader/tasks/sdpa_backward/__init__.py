@@ -12,11 +12,11 @@ def build() -> Grading:
     from ...checks import at_scale, autograd_ban
     from . import checks as backward
     from ...checks.base import Check
-    from .bugs import CATALOGUE
+    from .bugs import CATALOGUE, wrong_outputs
     from .fingerprint import FINGERPRINT
 
     right = backward.OUTPUT_CHECKS  # the property checks judge the gradients these found right
-    return Grading(fingerprint=FINGERPRINT, bugs=CATALOGUE, checks=with_common_checks([
+    return Grading(fingerprint=FINGERPRINT, bugs=CATALOGUE, wrong_outputs=wrong_outputs, checks=with_common_checks([
         Check("forbidden.autograd_source", autograd_ban.static_check),
         *(Check(check_id, backward.output_check(name)) for check_id, name in zip(right, backward.NAMES)),
         Check("dtype.float32", backward.dtype_case(torch.float32)),
@@ -39,4 +39,15 @@ TASK = Task(
     points={"load": 5, "forbidden": 10, "output": 25, "dtype": 5, "jacobian": 15, "scale": 10, "mask": 15,
             "causal": 10, "inputs": 5, "grad": 0},
     build=build, order=30, outputs=3, block=("autograd",),
+    skill="the backward pass by hand: the softmax's Jacobian and the chain rule, without autograd",
+    space={
+        "mask": {"none": lambda a, kw: kw.get("attn_mask") is None and not kw.get("is_causal"),
+                 "boolean": lambda a, kw: kw.get("attn_mask") is not None and str(kw["attn_mask"].dtype) == "torch.bool",
+                 "additive float": lambda a, kw: kw.get("attn_mask") is not None and kw["attn_mask"].is_floating_point(),
+                 "causal": lambda a, kw: bool(kw.get("is_causal"))},
+        "lengths": {"L != S": lambda a, kw: a[0].size(-2) != a[1].size(-2)},
+        "scale": {"given": lambda a, kw: kw.get("scale") is not None},
+        "dtype": {"float32": lambda a, kw: str(a[0].dtype) == "torch.float32",
+                  "float64": lambda a, kw: str(a[0].dtype) == "torch.float64"},
+    },
 )

@@ -166,3 +166,14 @@ def forward_bugs(q, k, v, g, attn_mask=None, is_causal=False, scale=None, only=N
                                         retain_graph=True)
             out[name] = tuple(torch.zeros_like(t) if d is None else d for d, t in zip(grads, leaves))
     return out
+
+
+def wrong_outputs(args, kwargs) -> tuple:
+    """(the right (dQ, dK, dV), {bug: the gradients with that bug}) on one call's arguments, in float64,
+    for ``attn-grader tasks validate``."""
+    from .checks import reference_grads
+    q, k, v, g = (t.double() for t in args[:4])
+    mask, causal, scale = kwargs.get("attn_mask"), kwargs.get("is_causal", False), kwargs.get("scale")
+    if mask is not None and mask.is_floating_point():
+        mask = mask.double()
+    return reference_grads(q, k, v, g, mask, causal, scale), candidates(q, k, v, g, mask, causal, scale)

@@ -7,10 +7,10 @@ def build() -> Grading:
 
     from . import checks as tiled, memory as tiled_memory
     from ...checks.base import Check
-    from .bugs import CATALOGUE
+    from .bugs import CATALOGUE, wrong_outputs
     from .fingerprint import FINGERPRINT
 
-    return Grading(fingerprint=FINGERPRINT, bugs=CATALOGUE, checks=with_common_checks([
+    return Grading(fingerprint=FINGERPRINT, bugs=CATALOGUE, wrong_outputs=wrong_outputs, checks=with_common_checks([
         Check("output.shapes", tiled.shapes, 2),
         Check("output.block_sizes", tiled.block_extremes),
         Check("output.float64", tiled.float64),
@@ -30,4 +30,12 @@ TASK = Task(
     points={"load": 5, "forbidden": 5, "output": 30, "dtype": 5, "online": 15, "stability": 10, "memory": 25,
             "inputs": 5},
     build=build, order=50,
+    skill="an online softmax over blocks of keys, never the whole score matrix",
+    space={
+        "blocks": {"S not a multiple of the block": lambda a, kw: a[1].size(-2) % a[3] != 0,
+                   "one block of 1": lambda a, kw: a[3] == 1,
+                   "a block as long as S": lambda a, kw: a[3] >= a[1].size(-2)},
+        "dtype": {"float32": lambda a, kw: str(a[0].dtype) == "torch.float32",
+                  "float64": lambda a, kw: str(a[0].dtype) == "torch.float64"},
+    },
 )

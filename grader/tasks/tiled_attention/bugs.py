@@ -113,3 +113,10 @@ def numeric_match(out, q, k, v, block) -> str | None:
         if both.any() and float((out[both] - cand[both]).abs().max()) <= 1e-3 * max(1.0, float(cand[both].abs().max())):
             return b
     return None
+
+
+def wrong_outputs(args, kwargs) -> tuple:
+    """(the right output, {bug: the output with that bug}) on one call's arguments, in float64, for
+    ``attn-grader tasks validate``."""
+    q, k, v, block = args[:4]
+    return online(q, k, v, block), candidates(q, k, v, block)
