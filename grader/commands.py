@@ -273,15 +273,33 @@ def _print_report(report, file, seed, lang=None):
 
 
 class _TaskOrCommand(click.Group):
-    """``attn-grader tasks [TASK]`` shows a spec; ``attn-grader tasks validate PATH`` proves a task."""
+    """``attn-grader tasks [TASK]`` shows a spec (each task id is a command of its own, made here);
+    ``attn-grader tasks validate PATH`` proves a task folder."""
 
-    def parse_args(self, ctx, args):
-        i = 0
-        while i < len(args) and args[i].startswith("-"):  # the group's own options: --lang X
-            i += 2 if args[i] == "--lang" else 1
-        if i < len(args) and args[i] not in self.commands:
-            ctx.meta["task_id"] = args.pop(i)
-        return super().parse_args(ctx, args)
+    def get_command(self, ctx, name):
+        if name in self.commands:
+            return self.commands[name]
+        from .tasks import TASKS
+        if name not in TASKS:
+            return None
+
+        @click.command(name, help=f"Show the specification of {name}.")
+        @click.option("--lang", type=click.Choice(LANGUAGES), default=None, help=LANG_HELP)
+        @click.pass_context
+        def show(ctx, lang):
+            from rich.console import Console
+            from rich.markdown import Markdown
+
+            from .tasks import spec_markdown
+            lang = lang or ctx.parent.params.get("lang")
+            Console().print(Markdown(spec_markdown(name, userconfig.language(lang))))
+        return show
+
+    def resolve_command(self, ctx, args):
+        from .tasks import TASKS
+        if args and self.get_command(ctx, args[0]) is None and not args[0].startswith("-"):
+            raise click.UsageError(f"{args[0]!r} is neither a task ({', '.join(TASKS)}) nor 'validate'", ctx)
+        return super().resolve_command(ctx, args)
 
 
 @click.group("tasks", cls=_TaskOrCommand, invoke_without_command=True,
@@ -293,21 +311,14 @@ def tasks(ctx, lang):
     if ctx.invoked_subcommand is not None:
         return
     from rich.console import Console
-    from rich.markdown import Markdown
     from rich.text import Text
 
-    from .tasks import TASKS, spec_markdown
+    from .tasks import TASKS
     console = Console()
-    task = ctx.meta.get("task_id")
-    if task is None:
-        for t in TASKS.values():
-            # Text, not markup: a course package's title may contain brackets
-            console.print(Text.assemble((t.id, "bold"), f"  {t.title}: define {t.function}()  "
-                                        f"(attn-grader tasks {t.id} for the full spec)"))
-        return
-    if task not in TASKS:
-        raise click.BadParameter(f"{task!r} is not one of {', '.join(map(repr, TASKS))}", param_hint="'TASK'")
-    console.print(Markdown(spec_markdown(task, userconfig.language(lang))))
+    for t in TASKS.values():
+        # Text, not markup: a course package's title may contain brackets
+        console.print(Text.assemble((t.id, "bold"), f"  {t.title}: define {t.function}()  "
+                                    f"(attn-grader tasks {t.id} for the full spec)"))
 
 
 @tasks.command("validate")
