@@ -6,6 +6,11 @@ tests it (its home in the task's catalogue, ``Task.bugs``): the failing checks o
 else, a check explained by a bug already charged is a knock-on: it is shown as "fails
 because of …" and keeps its points, since everything it checks on its own still holds.
 
+A task may group families into concepts (``Task.concepts``, e.g. masking: padding, causal,
+lengths). A bug charged to a family of a concept is charged in every family of that concept where
+it shows: a decoder that fills masked scores with 1e-10 is wrong about masking in its padding, its
+causal and its length checks, not in one of them. Checks of other concepts keep the knock-on refund.
+
 Only what the parent has shown to hold may be forgiven, so a file cannot buy a knock-on:
 - a bug whose own family passed (or that has none) is charged in every check where it shows:
   the family that tests it did not see it, so nothing else it breaks is vouched for;
@@ -28,9 +33,13 @@ def unanswered(check) -> bool:
     return bool(check.details.get("error_kind") or check.details.get("no_gradient"))
 
 
-def charge_once(checks: list, families, bugs) -> list[dict]:
+def charge_once(checks: list, families, bugs=None, concepts=None) -> list[dict]:
     """Mark knock-ons in ``checks`` (CheckResult objects, in report order) and return the causes.
-    ``bugs`` is the task's catalogue (``Task.bugs``): each named bug's sentence and home family."""
+    ``bugs`` is the task's catalogue (``Task.bugs``, attention's by default): each named bug's
+    sentence and home family. ``concepts`` (``Task.concepts``: name -> families) groups the families
+    that test one idea: a bug is charged in every family of its home's concept where it shows."""
+    if bugs is None:
+        from .checks.variants import ATTENTION as bugs
     causes: dict[str, dict] = {}
     failing = [c for c in checks if not c.passed and c.max_points > 0 and not c.details.get("skipped")]
     for c in failing:
@@ -73,8 +82,9 @@ def charge_once(checks: list, families, bugs) -> list[dict]:
     for name, cause in causes.items():
         home, explained = cause.pop("_home"), cause.pop("_explained")
         explained = [c for c in failing if c.details.get("diagnosis") == name]
+        concept = concept_of(cause["family"], concepts)
         for c in explained:
-            if c in home or unanswered(c):
+            if c in home or unanswered(c) or c.id.split(".")[0] in concept:
                 cause["charged"].append(c.id)
                 continue
             cause["knock_on"].append(c.id)
@@ -83,6 +93,12 @@ def charge_once(checks: list, families, bugs) -> list[dict]:
             c.message = _knock_on(c.message, name, cause["explanation"])
         cause["families"] = list(dict.fromkeys(i.split(".")[0] for i in cause["charged"]))
     return list(causes.values())
+
+
+def concept_of(family: str | None, concepts) -> set:
+    """The families that test the same idea as ``family`` (masking: padding, causal, lengths): one
+    bug that breaks several of them is wrong about that idea in each, so it is charged in each."""
+    return next((set(members) for members in (concepts or {}).values() if family in members), {family})
 
 
 def _knock_on(message, name: str, explanation):

@@ -452,7 +452,7 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
             c.message += T(" (not scored: this property holds for functions that are not attention too, and "
                            "none of your output checks shows attention)")
     if not detected and not unverified and shown:
-        report.causes = charge_once(report.checks, t.points, t.bugs)
+        report.causes = charge_once(report.checks, t.points, t.bugs, t.concepts)
     _apply_gates(report, t)
     for c in report.checks:
         if not c.passed and c.max_points and not c.details.get("skipped") and not c.id.startswith("load."):

@@ -28,8 +28,15 @@ from concurrent.futures import ThreadPoolExecutor
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
+from grader.causes import concept_of  # noqa: E402
 from grader.grading import grade_source  # noqa: E402
+from grader.tasks import TASKS  # noqa: E402
 from test_grader_corpus import ELSEWHERE, FILES, _lost, _name, _task, expected_family, several_bugs  # noqa: E402
+
+
+def concept(path: str, family: str) -> set:
+    """The families a single bug of ``family`` may cost (its task's concept, grader/causes.py)."""
+    return concept_of(family, TASKS[_task(path)].concepts)
 
 
 def problems(path: str, reports: list[dict]) -> list[str]:
@@ -42,8 +49,8 @@ def problems(path: str, reports: list[dict]) -> list[str]:
             found.append(f"correct file scored {r['score']}: {r['summary'][:160]}")
         elif family and family not in _lost(r) and family != "forbidden":
             found.append(f"kept its family {family}'s points (lost {sorted(_lost(r))})")
-        elif family and family != "forbidden" and not several_bugs(path) and _lost(r) - {family}:
-            found.append(f"lost points outside {family}: {sorted(_lost(r) - {family})}")
+        elif family and family != "forbidden" and not several_bugs(path) and _lost(r) - concept(path, family):
+            found.append(f"lost points outside {family}: {sorted(_lost(r) - concept(path, family))}")
     return sorted(set(found))
 
 

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from grader.causes import concept_of
 from grader.commands import PUBLIC_SEED
 from grader.grading import grade_source
 from grader.tasks import TASKS
@@ -180,21 +181,23 @@ def test_local_and_server_reports_are_the_same(seeded_reports, local_reports, pa
 
 
 # The tasks whose named bugs all have a home family (grader/checks/variants.py: HOME).
-CHARGED_ONCE = ("sdpa", "mha", "sdpa_backward", "tiled_attention", "decoder_attention")
+CHARGED_ONCE = ("sdpa", "mha", "sdpa_backward", "tiled_attention", "decoder_attention", "kv_cache_attention")
 SINGLE_BUG = [p for p in FILES if expected_family(p) and expected_family(p) != "forbidden" and not several_bugs(p)
               and _task(p) in CHARGED_ONCE]
 
 
 @pytest.mark.parametrize("path", SINGLE_BUG, ids=_name)
 def test_one_bug_is_charged_once(corpus_reports, path):
-    """A single-bug file loses only its family's points, and its report names at most that one cause."""
-    report = corpus_reports[path]
-    assert _lost(report) == {expected_family(path)}, (sorted(_lost(report)), report["summary"])
+    """A single-bug file loses only its family's points (or its concept's: masking in a decoder is
+    padding, causal and lengths, grader/causes.py), and its report names at most that one cause."""
+    report, family = corpus_reports[path], expected_family(path)
+    assert family in _lost(report) and _lost(report) <= concept_of(family, TASKS[_task(path)].concepts), \
+        (sorted(_lost(report)), report["summary"])
     assert len(report["causes"]) <= 1, report["summary"]
 
 
 # The tasks whose single-bug files name their bug: at least 80 % of them exactly one cause.
-NAMED = ("sdpa_backward", "tiled_attention", "decoder_attention")
+NAMED = ("sdpa_backward", "tiled_attention", "decoder_attention", "kv_cache_attention")
 
 
 @pytest.mark.parametrize("task_id", NAMED)

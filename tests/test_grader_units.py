@@ -279,6 +279,24 @@ def test_a_knock_on_cannot_be_bought():
     assert [c.points for c in raised] == [0, 0, 0] and not cause["knock_on"]
 
 
+def test_one_bug_across_a_concept_is_charged_in_each_of_its_families():
+    """Issue 40: a bug charged to padding that also breaks the causal and length checks is wrong about
+    masking in each of them; the output and cross checks it breaks keep the knock-on refund."""
+    from grader.causes import charge_once
+    from grader.tasks import TASKS
+    task = TASKS["decoder_attention"]
+    checks = [_check("output.shapes", False, "masked_scores_zero"), _check("padding.target", False, "masked_scores_zero"),
+              _check("causal.self", False, "masked_scores_zero"), _check("lengths.edges", False, "masked_scores_zero"),
+              _check("cross.not_causal", False, "masked_scores_zero")]
+    (cause,) = charge_once(checks, task.points, task.bugs, task.concepts)
+    assert cause["family"] == "padding" and cause["families"] == ["padding", "causal", "lengths"]
+    assert [c.points for c in checks] == [4, 0, 0, 0, 4] and cause["knock_on"] == ["output.shapes", "cross.not_causal"]
+    # without the concept, the same bug was charged once, to padding alone
+    checks = [_check(c.id, False, "masked_scores_zero") for c in checks]
+    (cause,) = charge_once(checks, task.points, task.bugs)
+    assert cause["families"] == ["padding"] and [c.points for c in checks] == [4, 0, 4, 4, 4]
+
+
 def test_a_forbidden_check_that_cannot_finish_is_a_detection():
     from grader.checks.base import Check
     from grader.grading import _run_one

@@ -103,6 +103,9 @@ class Task:
     # edge. Every edge must be drawn by some scored case, and the spec says which inputs to handle.
     space: dict = field(default_factory=dict)
     budget: float = 3.0             # CPU of one grading, at most this many times sdpa's in the same run
+    # Families that test one idea (name -> families): a bug is charged in each of them where it shows,
+    # not once (grader/causes.py); other families keep the knock-on refund.
+    concepts: dict = field(default_factory=dict)
     _grading: Grading | None = field(default=None, repr=False, compare=False)
 
     def _built(self) -> Grading:

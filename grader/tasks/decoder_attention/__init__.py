@@ -29,6 +29,7 @@ TASK = Task(
     points={"load": 5, "forbidden": 5, "output": 25, "dtype": 5, "padding": 25, "causal": 10, "cross": 10,
             "lengths": 10, "inputs": 5},
     build=build, order=40, outputs=2,
+    concepts={"masking": ("padding", "causal", "lengths")},
     skill="masks built from lengths: the padding of both sequences and the causal mask of the self-attention",
     space={
         "target lengths": {"1": lambda a, kw: bool((a[2] == 1).any()),
