@@ -33,11 +33,14 @@ def unanswered(check) -> bool:
     return bool(check.details.get("error_kind") or check.details.get("no_gradient"))
 
 
-def charge_once(checks: list, families, bugs=None, concepts=None) -> list[dict]:
+def charge_once(checks: list, families, bugs=None, concepts=None, moved=None) -> list[dict]:
     """Mark knock-ons in ``checks`` (CheckResult objects, in report order) and return the causes.
     ``bugs`` is the task's catalogue (``Task.bugs``, attention's by default): each named bug's
     sentence and home family. ``concepts`` (``Task.concepts``: name -> families) groups the families
-    that test one idea: a bug is charged in every family of its home's concept where it shows."""
+    that test one idea: a bug is charged in every family of its home's concept where it shows.
+    ``moved(rule, check, points, **why)`` is told each refund ("knock_on") and each refund the concept
+    withholds ("concept", 0 points: the check stays charged)."""
+    moved = moved or (lambda *args, **why: None)
     if bugs is None:
         from .checks.variants import ATTENTION as bugs
     causes: dict[str, dict] = {}
@@ -86,9 +89,12 @@ def charge_once(checks: list, families, bugs=None, concepts=None) -> list[dict]:
         for c in explained:
             if c in home or unanswered(c) or c.id.split(".")[0] in concept:
                 cause["charged"].append(c.id)
+                if c not in home and not unanswered(c) and c.id.split(".")[0] != cause["family"]:
+                    moved("concept", c, 0, bug=name, family=cause["family"])
                 continue
             cause["knock_on"].append(c.id)
             c.details["because_of"] = name
+            moved("knock_on", c, c.max_points - c.points, bug=name)
             c.points = c.max_points
             c.message = _knock_on(c.message, name, cause["explanation"])
         cause["families"] = list(dict.fromkeys(i.split(".")[0] for i in cause["charged"]))

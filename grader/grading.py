@@ -64,6 +64,13 @@ class GradeReport:
     student_stdout: str = ""
     student_stderr: str = ""
     causes: list = field(default_factory=list)   # root causes, each charged once (grader/causes.py)
+    # Which scoring rule moved which check's points, in the order applied: {"rule", "check", "points"
+    # (the change), ...} (see ``moved``): load, detected, unverified, not_shown, knock_on, concept, gate.
+    rules: list = field(default_factory=list)
+
+    def moved(self, rule: str, check, points: int, **why) -> None:
+        if points or rule == "concept":
+            self.rules.append({"rule": rule, "check": check.id, "points": points, **why})
 
     @property
     def score(self) -> int:
@@ -84,7 +91,7 @@ class GradeReport:
                 "grader_version": GRADER_VERSION, "torch_version": _torch_version(),
                 "sandbox": self.sandbox, "warnings": list(self.warnings),
                 "seed_public": self.seed_public, "timings": self.timings,
-                "causes": list(self.causes), "summary": str(said),
+                "causes": list(self.causes), "rules": list(self.rules), "summary": str(said),
                 "student_stdout": self.student_stdout, "student_stderr": self.student_stderr,
                 **({"summary_i18n": entry(said)} if isinstance(said, T) else {}),
                 **({"error_i18n": entry(self.error)} if isinstance(self.error, T) else {})}
@@ -180,6 +187,7 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         add(check_id, False, message, details)
         report.error = message
         for c in report.checks:  # a file that cannot be loaded scores 0, whatever passed before
+            report.moved("load", c, -c.points)
             c.points = 0
         done = {c.id for c in report.checks}
         for cid in ["load.source", "load.import", "load.signature"] + [c.id for c in t.checks]:
@@ -248,6 +256,7 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         if only is not None and all(c.passed for c in report.checks if c.id == only):
             # the smallest case passes: show the check at its ordinary sizes instead
             report.checks = [c for c in report.checks if c.id.startswith("load.")]
+            report.rules = []
             _run_checks(report, session, t, secret, device, add, progress, total)
         if t.gpu_suite and str(device).startswith("cuda"):
             add_gpu_suite(report, session, device, secret)
@@ -381,6 +390,7 @@ def _apply_gates(report, t) -> None:
     for c in report.checks:
         gate = gates.get(c.id.split(".")[0])
         if gate and c.id != gate and c.points:  # passed, or a knock-on given its points back
+            report.moved("gate", c, -c.points, gate=gate)
             c.points, c.passed = 0, False
             c.details.pop("because_of", None)
             c.message = T("not scored: these points rest on {check}, which did not pass ({message})", check=gate,
@@ -442,17 +452,20 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
         if family == "load" or not c.points:
             continue
         if detected and (family != "forbidden" or c.passed):
+            report.moved("detected", c, -c.points)
             c.points = 0
             c.message += T(" (not scored: built-in attention was used or the grader was tampered with)")
         elif unverified and c.id not in post_ids:
+            report.moved("unverified", c, -c.points)
             c.points = 0
             c.message += T(" (not scored: the run-time check could not verify that no built-in attention ran)")
         elif not shown and family not in UNGATED:
+            report.moved("not_shown", c, -c.points)
             c.points = 0
             c.message += T(" (not scored: this property holds for functions that are not attention too, and "
                            "none of your output checks shows attention)")
     if not detected and not unverified and shown:
-        report.causes = charge_once(report.checks, t.points, t.bugs, t.concepts)
+        report.causes = charge_once(report.checks, t.points, t.bugs, t.concepts, moved=report.moved)
     _apply_gates(report, t)
     for c in report.checks:
         if not c.passed and c.max_points and not c.details.get("skipped") and not c.id.startswith("load."):

@@ -288,9 +288,14 @@ def test_one_bug_across_a_concept_is_charged_in_each_of_its_families():
     checks = [_check("output.shapes", False, "masked_scores_zero"), _check("padding.target", False, "masked_scores_zero"),
               _check("causal.self", False, "masked_scores_zero"), _check("lengths.edges", False, "masked_scores_zero"),
               _check("cross.not_causal", False, "masked_scores_zero")]
-    (cause,) = charge_once(checks, task.points, task.bugs, task.concepts)
+    moved = []
+    (cause,) = charge_once(checks, task.points, task.bugs, task.concepts,
+                           moved=lambda rule, check, points, **why: moved.append((rule, check.id, points)))
     assert cause["family"] == "padding" and cause["families"] == ["padding", "causal", "lengths"]
     assert [c.points for c in checks] == [4, 0, 0, 0, 4] and cause["knock_on"] == ["output.shapes", "cross.not_causal"]
+    # the report's "rules" says which rule moved which points
+    assert moved == [("knock_on", "output.shapes", 4), ("concept", "causal.self", 0),
+                     ("concept", "lengths.edges", 0), ("knock_on", "cross.not_causal", 4)]
     # without the concept, the same bug was charged once, to padding alone
     checks = [_check(c.id, False, "masked_scores_zero") for c in checks]
     (cause,) = charge_once(checks, task.points, task.bugs)
