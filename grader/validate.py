@@ -179,8 +179,9 @@ def _buggy(result, task, path, report):
         result.add("corpus", False, f"{name} names {len(causes)} causes for one bug: {causes}")
     else:
         named = f", named {causes[0]}" if causes else ""
-        kept = sorted(lost) if len(lost) > 1 else family
-        result.add("corpus", True, f"{name}: loses {kept} only{named}" if not several else
+        kept = ", ".join(sorted(lost))
+        result.add("corpus", True, f"{name}: built-in attention found, scores {report['score']}" if family == "forbidden"
+                   else f"{name}: loses {kept} only{named}" if not several else
                    f"{name}: loses {family} (several bugs: {several})",
                    warning=not causes and family != "forbidden" and not several)
         if not causes and family != "forbidden" and not several:
