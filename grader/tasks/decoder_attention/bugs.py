@@ -82,7 +82,7 @@ HOMES = {
     "heads_split": ("output",), "heads_scale_dmodel": ("output",), "outputs_wrong_dtype": ("dtype", "output"),
 }
 # The task's catalogue (Task.bugs): attention's, with the decoder's own sentences and families.
-CATALOGUE = variants.ATTENTION.extend(BUGS, HOMES)
+CATALOGUE = variants.ATTENTION.extend(BUGS, HOMES, by_check=("outputs_wrong_dtype",))  # dtype: seen, not computed
 
 # Bugs whose key mask is built wrong (the rows zeroed with it are wrong too, unless ":keys_only").
 KEY_MASK_BUGS = ("padding_polarity", "lengths_plus_one", "lengths_minus_one", "memory_lengths_for_target")

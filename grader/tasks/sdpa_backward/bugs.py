@@ -69,7 +69,7 @@ CATALOGUE = variants.ATTENTION.extend(BUGS, {
     "dv_not_transposed": ("output",), "dk_not_transposed": ("output",), "dq_transposed": ("output",),
     "dq_dk_swapped": ("output",), "dk_overwritten": ("output",), "dv_overwritten": ("output",),
     "softmax_epsilon": ("output",), "grads_wrong_dtype": ("dtype", "output"),
-})
+}, by_check=("grads_wrong_dtype",))  # the dtype checks see it; no gradient is computed for it
 # Bugs that make a gradient the wrong shape when L != S (the function usually raises there).
 SHAPE_BUGS = {"dq_transposed", "dk_not_transposed", "dv_not_transposed", "dq_dk_swapped"}
 BLOCKS = (1, 2, 4, 8, 16, 32, 64)                       # query-block sizes of an overwriting loop

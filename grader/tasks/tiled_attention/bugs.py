@@ -49,7 +49,7 @@ CATALOGUE = variants.ATTENTION.extend(BUGS, {
     "no_final_division": ("output",), "normalised_twice": ("output",), "tiles_from_query_length": ("output",),
     "max_not_subtracted": ("stability",), "float32_accumulators": ("stability",),
     "output_dtype_differs": ("dtype",),
-})
+}, by_check=("output_dtype_differs", "float32_accumulators"))  # read off the output's dtype and precision
 NUMERIC = ("max_not_subtracted",)  # shows only in the student's dtype: run there (see candidates)
 
 
