@@ -2,7 +2,8 @@
 
 A failing check whose output equals the reference with a named bug applied (its details
 carry ``diagnosis``) is fully explained by that bug. The bug is charged to the family that
-tests it (its home in the task's catalogue, ``Task.bugs``): the failing checks of that family keep their verdict. Anywhere
+tests it (its home in the task's catalogue, ``Task.bugs``): the failing checks of that family keep their
+verdict. Anywhere
 else, a check explained by a bug already charged is a knock-on: it is shown as "fails
 because of …" and keeps its points, since everything it checks on its own still holds.
 

@@ -180,8 +180,8 @@ def _buggy(result, task, path, report):
     else:
         named = f", named {causes[0]}" if causes else ""
         kept = ", ".join(sorted(lost))
-        result.add("corpus", True, f"{name}: built-in attention found, scores {report['score']}" if family == "forbidden"
-                   else f"{name}: loses {kept} only{named}" if not several else
+        result.add("corpus", True, f"{name}: built-in attention found, scores {report['score']}"
+                   if family == "forbidden" else f"{name}: loses {kept} only{named}" if not several else
                    f"{name}: loses {family} (several bugs: {several})",
                    warning=not causes and family != "forbidden" and not several)
         if not causes and family != "forbidden" and not several:

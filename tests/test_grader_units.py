@@ -285,9 +285,8 @@ def test_one_bug_across_a_concept_is_charged_in_each_of_its_families():
     from grader.causes import charge_once
     from grader.tasks import TASKS
     task = TASKS["decoder_attention"]
-    checks = [_check("output.shapes", False, "masked_scores_zero"), _check("padding.target", False, "masked_scores_zero"),
-              _check("causal.self", False, "masked_scores_zero"), _check("lengths.edges", False, "masked_scores_zero"),
-              _check("cross.not_causal", False, "masked_scores_zero")]
+    checks = [_check(check_id, False, "masked_scores_zero") for check_id in
+              ("output.shapes", "padding.target", "causal.self", "lengths.edges", "cross.not_causal")]
     moved = []
     (cause,) = charge_once(checks, task.points, task.bugs, task.concepts,
                            moved=lambda rule, check, points, **why: moved.append((rule, check.id, points)))

@@ -11,7 +11,8 @@ from grader.sandbox import SandboxSession, cgroups
 from grader.tasks import TASKS
 from reference_impl import scaled_dot_product_attention
 
-CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "grader", "tasks", "tiled_attention", "corpus")
+CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "grader", "tasks", "tiled_attention",
+                      "corpus")
 ONLINE = open(os.path.join(CORPUS, "correct", "online_loop.py")).read()
 FULL = open(os.path.join(CORPUS, "buggy", "full_score_matrix.py")).read()
 

@@ -42,6 +42,10 @@ def build() -> Grading:
     ]))
 
 
+def _mask(kwargs):
+    return kwargs.get("attn_mask")
+
+
 TASK = Task(
     id="sdpa", title="Scaled dot-product attention", function="scaled_dot_product_attention", home=__file__,
     positional=3, keywords=("attn_mask", "is_causal", "scale"), arg_names=("query", "key", "value"),
@@ -52,8 +56,8 @@ TASK = Task(
     skill="attention by hand: scaled scores, masks, a softmax over the keys, the weighted sum of the values",
     space={
         "mask": {"none": lambda a, kw: kw.get("attn_mask") is None and not kw.get("is_causal"),
-                 "boolean": lambda a, kw: kw.get("attn_mask") is not None and str(kw["attn_mask"].dtype) == "torch.bool",
-                 "additive float": lambda a, kw: kw.get("attn_mask") is not None and kw["attn_mask"].is_floating_point(),
+                 "boolean": lambda a, kw: _mask(kw) is not None and str(_mask(kw).dtype) == "torch.bool",
+                 "additive float": lambda a, kw: _mask(kw) is not None and _mask(kw).is_floating_point(),
                  "causal": lambda a, kw: bool(kw.get("is_causal"))},
         "lengths": {"L = S": lambda a, kw: a[0].size(-2) == a[1].size(-2),
                     "L != S": lambda a, kw: a[0].size(-2) != a[1].size(-2)},

@@ -32,6 +32,10 @@ def build() -> Grading:
     ], post=(Check("forbidden.autograd_runtime", autograd_ban.runtime_check, post=True),)))
 
 
+def _mask(kwargs):
+    return kwargs.get("attn_mask")
+
+
 TASK = Task(
     id="sdpa_backward", title="Attention backward pass by hand", function="scaled_dot_product_attention_backward",
     home=__file__, positional=4, keywords=("attn_mask", "is_causal", "scale"),
@@ -42,8 +46,8 @@ TASK = Task(
     skill="the backward pass by hand: the softmax's Jacobian and the chain rule, without autograd",
     space={
         "mask": {"none": lambda a, kw: kw.get("attn_mask") is None and not kw.get("is_causal"),
-                 "boolean": lambda a, kw: kw.get("attn_mask") is not None and str(kw["attn_mask"].dtype) == "torch.bool",
-                 "additive float": lambda a, kw: kw.get("attn_mask") is not None and kw["attn_mask"].is_floating_point(),
+                 "boolean": lambda a, kw: _mask(kw) is not None and str(_mask(kw).dtype) == "torch.bool",
+                 "additive float": lambda a, kw: _mask(kw) is not None and _mask(kw).is_floating_point(),
                  "causal": lambda a, kw: bool(kw.get("is_causal"))},
         "lengths": {"L != S": lambda a, kw: a[0].size(-2) != a[1].size(-2)},
         "scale": {"given": lambda a, kw: kw.get("scale") is not None},

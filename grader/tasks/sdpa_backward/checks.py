@@ -26,7 +26,8 @@ from ...i18n import T
 
 NAMES = backward_bugs.NAMES
 OUTPUT_CHECKS = tuple(f"output.{name}" for name in NAMES)
-SPEC = Outputs(names=NAMES, explain=backward_bugs.CATALOGUE.explain, multiplier=GRAD_MULTIPLIER, floor_factor=GRAD_FLOOR_FACTOR)
+SPEC = Outputs(names=NAMES, explain=backward_bugs.CATALOGUE.explain, multiplier=GRAD_MULTIPLIER,
+               floor_factor=GRAD_FLOOR_FACTOR)
 
 
 def reference_grads(q, k, v, g, attn_mask=None, is_causal=False, scale=None):

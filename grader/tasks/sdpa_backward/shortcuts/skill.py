@@ -1,4 +1,5 @@
-"""The skill skipped (attn-grader tasks validate: refused): Attack: no backward pass, only central finite differences of a hand-written forward.
+"""The skill skipped (attn-grader tasks validate: refused): no backward pass, only central finite
+differences of a hand-written forward.
 
 Not adapted from public code: the cheat issue 26 describes. Every gradient is right to ~1e-9, so no
 check on values can tell it from a backward; perturbations are batched (a block of one-hot moves in

@@ -1,4 +1,5 @@
-"""The skill skipped (attn-grader tasks validate: refused): Right values, but the whole L×S score matrix at once: not tiled."""
+"""The skill skipped (attn-grader tasks validate: refused): right values, but the whole L×S score
+matrix at once: not tiled."""
 import math
 
 import torch
