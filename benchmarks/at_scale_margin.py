@@ -48,11 +48,11 @@ def _cpu(fn, repeat: int) -> float:
 
 def honest(repeat: int) -> list[tuple[str, float]]:
     rows = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "tests/corpus/sdpa_backward/correct/*.py"))):
+    for path in sorted(glob.glob(os.path.join(ROOT, "grader/tasks/sdpa_backward/corpus/correct/*.py"))):
         fn = _load(path).scaled_dot_product_attention_backward
         args = [torch.randn(*SHAPE, dtype=torch.float64) for _ in range(4)]
         rows.append((os.path.relpath(path, ROOT), _cpu(lambda: fn(*args), repeat)))
-    for path in sorted(glob.glob(os.path.join(ROOT, "tests/corpus/sdpa/correct/*.py"))):
+    for path in sorted(glob.glob(os.path.join(ROOT, "grader/tasks/sdpa/corpus/correct/*.py"))):
         fn = _load(path).scaled_dot_product_attention
         leaves = [torch.randn(*SHAPE, dtype=torch.float64, requires_grad=True) for _ in range(3)]
         g = torch.randn(*SHAPE, dtype=torch.float64)

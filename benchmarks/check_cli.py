@@ -17,8 +17,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FILES = {"sdpa": os.path.join(ROOT, "tests", "corpus", "sdpa", "correct", "matmul_softmax.py"),
-         "mha": os.path.join(ROOT, "tests", "corpus", "mha", "correct", "reshape_transpose.py")}
+FILES = {"sdpa": os.path.join(ROOT, "grader", "tasks", "sdpa", "corpus", "correct", "matmul_softmax.py"),
+         "mha": os.path.join(ROOT, "grader", "tasks", "mha", "corpus", "correct", "reshape_transpose.py")}
 
 
 def timed(cmd: list[str]) -> tuple[float, str]:

@@ -255,7 +255,7 @@ def step_timing(ctx: Context) -> list[Check]:
 # The corpus's textbook implementation (full marks), and the same file with one bug: exp() of
 # scores never shifted by the row maximum, which overflows in float16.
 CORPUS_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "tests", "corpus", "sdpa", "correct", "matmul_softmax.py")
+                           "grader", "tasks", "sdpa", "corpus", "correct", "matmul_softmax.py")
 with open(CORPUS_FILE, encoding="utf-8") as _f:
     CORRECT_SUBMISSION = _f.read()
 _SOFTMAX = "torch.softmax(scores, dim=-1)"

@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-FILE = ROOT / "tests" / "corpus" / "sdpa" / "correct" / "matmul_softmax.py"
+FILE = ROOT / "grader" / "tasks" / "sdpa" / "corpus" / "correct" / "matmul_softmax.py"
 IDLE_PAUSE = 0.5  # seconds between the idle row's submissions
 med = statistics.median
 

@@ -38,7 +38,7 @@ import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-CORRECT = (ROOT / "tests" / "corpus" / "sdpa" / "correct" / "einsum.py")
+CORRECT = (ROOT / "grader" / "tasks" / "sdpa" / "corpus" / "correct" / "einsum.py")
 BUGGY_NO_SCALE = '''import torch
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,

@@ -33,7 +33,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-with open(os.path.join(ROOT, "tests", "corpus", "sdpa", "correct", "matmul_softmax.py"),
+with open(os.path.join(ROOT, "grader", "tasks", "sdpa", "corpus", "correct", "matmul_softmax.py"),
           encoding="utf-8") as _f:
     CORRECT = _f.read()  # the textbook implementation the other benchmarks grade too
 TRIVIAL = "def scaled_dot_product_attention(q, k, v, *args, **kwargs):\n    return q\n"

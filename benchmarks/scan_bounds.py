@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json")
     args = parser.parse_args()
-    files = sorted(glob.glob(os.path.join(ROOT, "tests", "corpus", "sdpa*", "correct", "*.py")))
+    files = sorted(glob.glob(os.path.join(ROOT, "grader", "tasks", "sdpa*", "corpus", "correct", "*.py")))
     sources = [open(f, encoding="utf-8").read() for f in files]
     bare = _least(lambda: subprocess.run([sys.executable, "-I", "-c", "pass"], check=True), args.repeat)
     per_file = [_least(lambda s=s: (bounded.parse(s), bounded.scan(s, "forbidden"), bounded.scan(s, "autograd")),

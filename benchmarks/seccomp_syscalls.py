@@ -39,8 +39,8 @@ STAMP = re.compile(r"^\[\s*(\d+\.\d+)\]")
 
 def files(hostile: bool) -> list[tuple[str, str]]:
     tests = os.path.join(ROOT, "tests")
-    found = [(p, p.split(os.sep)[-3]) for task in ("sdpa", "mha")
-             for p in sorted(glob.glob(os.path.join(tests, "corpus", task, "*", "*.py")))]
+    found = [(p, p.split(os.sep)[-4]) for task in ("sdpa", "mha")
+             for p in sorted(glob.glob(os.path.join(ROOT, "grader", "tasks", task, "corpus", "*", "*.py")))]
     for path in sorted(glob.glob(os.path.join(tests, "integrity", "*.py"))):
         with open(path, encoding="utf-8") as f:
             found.append((path, re.search(r"^# task: (\w+)", f.read(800), re.M).group(1)))

@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-DEFAULT_FILE = ROOT / "tests" / "corpus" / "sdpa" / "correct" / "matmul_softmax.py"
+DEFAULT_FILE = ROOT / "grader" / "tasks" / "sdpa" / "corpus" / "correct" / "matmul_softmax.py"
 
 
 def instant_grade(code, task, **_):

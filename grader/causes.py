@@ -2,9 +2,15 @@
 
 A failing check whose output equals the reference with a named bug applied (its details
 carry ``diagnosis``) is fully explained by that bug. The bug is charged to the family that
-tests it (``variants.HOME``): the failing checks of that family keep their verdict. Anywhere
+tests it (its home in the task's catalogue, ``Task.bugs``): the failing checks of that family keep their
+verdict. Anywhere
 else, a check explained by a bug already charged is a knock-on: it is shown as "fails
 because of …" and keeps its points, since everything it checks on its own still holds.
+
+A task may group families into concepts (``Task.concepts``, e.g. masking: padding, causal,
+lengths). A bug charged to a family of a concept is charged in every family of that concept where
+it shows: a decoder that fills masked scores with 1e-10 is wrong about masking in its padding, its
+causal and its length checks, not in one of them. Checks of other concepts keep the knock-on refund.
 
 Only what the parent has shown to hold may be forgiven, so a file cannot buy a knock-on:
 - a bug whose own family passed (or that has none) is charged in every check where it shows:
@@ -17,7 +23,6 @@ Only what the parent has shown to hold may be forgiven, so a file cannot buy a k
 """
 from __future__ import annotations
 
-from .checks.variants import explain, home_family
 from .i18n import N_, T
 
 NEVER_FORGIVEN = {"nondeterministic"}  # bugs that never make another check a knock-on
@@ -29,15 +34,23 @@ def unanswered(check) -> bool:
     return bool(check.details.get("error_kind") or check.details.get("no_gradient"))
 
 
-def charge_once(checks: list, families) -> list[dict]:
-    """Mark knock-ons in ``checks`` (CheckResult objects, in report order) and return the causes."""
+def charge_once(checks: list, families, bugs=None, concepts=None, moved=None) -> list[dict]:
+    """Mark knock-ons in ``checks`` (CheckResult objects, in report order) and return the causes.
+    ``bugs`` is the task's catalogue (``Task.bugs``, attention's by default): each named bug's
+    sentence and home family. ``concepts`` (``Task.concepts``: name -> families) groups the families
+    that test one idea: a bug is charged in every family of its home's concept where it shows.
+    ``moved(rule, check, points, **why)`` is told each refund ("knock_on") and each refund the concept
+    withholds ("concept", 0 points: the check stays charged)."""
+    moved = moved or (lambda *args, **why: None)
+    if bugs is None:
+        from .checks.variants import ATTENTION as bugs
     causes: dict[str, dict] = {}
     failing = [c for c in checks if not c.passed and c.max_points > 0 and not c.details.get("skipped")]
     for c in failing:
         name = c.details.get("diagnosis")
         if name:
-            causes.setdefault(name, {"diagnosis": name, "explanation": c.details.get("explanation") or explain(name),
-                                     "family": home_family(name, families), "charged": [], "knock_on": []})
+            causes.setdefault(name, {"diagnosis": name, "explanation": c.details.get("explanation") or bugs.explain(name),
+                                     "family": bugs.home_family(name, families), "charged": [], "knock_on": []})
     failed_families = {c.id.split(".")[0] for c in failing}
     for name, cause in list(causes.items()):
         explained = [c for c in failing if c.details.get("diagnosis") == name]
@@ -73,23 +86,32 @@ def charge_once(checks: list, families) -> list[dict]:
     for name, cause in causes.items():
         home, explained = cause.pop("_home"), cause.pop("_explained")
         explained = [c for c in failing if c.details.get("diagnosis") == name]
+        concept = concept_of(cause["family"], concepts)
         for c in explained:
-            if c in home or unanswered(c):
+            if c in home or unanswered(c) or c.id.split(".")[0] in concept:
                 cause["charged"].append(c.id)
+                if c not in home and not unanswered(c) and c.id.split(".")[0] != cause["family"]:
+                    moved("concept", c, 0, bug=name, family=cause["family"])
                 continue
             cause["knock_on"].append(c.id)
             c.details["because_of"] = name
+            moved("knock_on", c, c.max_points - c.points, bug=name)
             c.points = c.max_points
             c.message = _knock_on(c.message, name, cause["explanation"])
         cause["families"] = list(dict.fromkeys(i.split(".")[0] for i in cause["charged"]))
     return list(causes.values())
 
 
-def _knock_on(message, name: str, explanation=None):
+def concept_of(family: str | None, concepts) -> set:
+    """The families that test the same idea as ``family`` (masking: padding, causal, lengths): one
+    bug that breaks several of them is wrong about that idea in each, so it is charged in each."""
+    return next((set(members) for members in (concepts or {}).values() if family in members), {family})
+
+
+def _knock_on(message, name: str, explanation):
     """A knock-on's message: its own failure after the note that its bug is charged elsewhere.
     The bug is named in the note only where the message does not end by naming it ("Likely
     cause: …"); a page of knock-ons said each bug twice per row."""
-    explanation = explanation or explain(name)
     if explanation and explanation in message:
         return T("fails because of a bug already counted: {message}", message=message)
     return T("fails because of a bug already counted ({bug}): {message}", bug=_bug(name, explanation),
@@ -139,9 +161,8 @@ def _counted(n: int, one: str, many: str, **args) -> T:
     return T(one if n == 1 else many, n=n, **args)
 
 
-def _bug(name: str, explanation: str | None = None):
+def _bug(name: str, explanation):
     """A named bug's sentence, translatable by its English text (its name where it has none)."""
-    text = explanation if explanation is not None else explain(name)
-    if isinstance(text, T) and text.args:  # found by grader/checks/diagnosis.py: its own template
-        return text
-    return T(text) if text else name
+    if isinstance(explanation, T) and explanation.args:  # found by grader/checks/diagnosis.py: its own template
+        return explanation
+    return T(explanation) if explanation else name

@@ -272,24 +272,82 @@ def _print_report(report, file, seed, lang=None):
         seed=seed, version=__import__('grader').GRADER_VERSION, sandbox=report.sandbox or "n/a"), style="dim"))
 
 
-@click.command("tasks")
-@click.argument("task", required=False, type=_task_choice())
+class _TaskOrCommand(click.Group):
+    """``attn-grader tasks [TASK]`` shows a spec (each task id is a command of its own, made here);
+    ``attn-grader tasks validate PATH`` proves a task folder."""
+
+    def get_command(self, ctx, name):
+        if name in self.commands:
+            return self.commands[name]
+        from .tasks import TASKS
+        if name not in TASKS:
+            return None
+
+        @click.command(name, help=f"Show the specification of {name}.")
+        @click.option("--lang", type=click.Choice(LANGUAGES), default=None, help=LANG_HELP)
+        @click.pass_context
+        def show(ctx, lang):
+            from rich.console import Console
+            from rich.markdown import Markdown
+
+            from .tasks import spec_markdown
+            lang = lang or ctx.parent.params.get("lang")
+            Console().print(Markdown(spec_markdown(name, userconfig.language(lang))))
+        return show
+
+    def resolve_command(self, ctx, args):
+        from .tasks import TASKS
+        if args and self.get_command(ctx, args[0]) is None and not args[0].startswith("-"):
+            raise click.UsageError(f"{args[0]!r} is neither a task ({', '.join(TASKS)}) nor 'validate'", ctx)
+        return super().resolve_command(ctx, args)
+
+
+@click.group("tasks", cls=_TaskOrCommand, invoke_without_command=True,
+             subcommand_metavar="[TASK] | validate PATH")
 @click.option("--lang", type=click.Choice(LANGUAGES), default=None, help=LANG_HELP)
-def tasks(task, lang):
-    """Show the specification of TASK (or list the tasks)."""
+@click.pass_context
+def tasks(ctx, lang):
+    """Show the specification of TASK (or list the tasks); `tasks validate PATH` proves a task folder."""
+    if ctx.invoked_subcommand is not None:
+        return
     from rich.console import Console
-    from rich.markdown import Markdown
     from rich.text import Text
 
-    from .tasks import TASKS, spec_markdown
+    from .tasks import TASKS
     console = Console()
-    if task is None:
-        for t in TASKS.values():
-            # Text, not markup: a course package's title may contain brackets
-            console.print(Text.assemble((t.id, "bold"), f"  {t.title}: define {t.function}()  "
-                                        f"(attn-grader tasks {t.id} for the full spec)"))
-        return
-    console.print(Markdown(spec_markdown(task, userconfig.language(lang))))
+    for t in TASKS.values():
+        # Text, not markup: a course package's title may contain brackets
+        console.print(Text.assemble((t.id, "bold"), f"  {t.title}: define {t.function}()  "
+                                    f"(attn-grader tasks {t.id} for the full spec)"))
+
+
+@tasks.command("validate")
+@click.argument("path")
+@click.option("--seeds", type=click.IntRange(1, 50), default=5, show_default=True,
+              help="Seeds each correct corpus file is graded under.")
+@click.option("--sandbox", type=click.Choice(["local", "auto", "strict", "none"]), default="auto", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as one JSON object.")
+def validate_command(path, seeds, sandbox, as_json):
+    """Prove the task in folder PATH (or a registered task id) before it goes live: its corpus, its bug
+    catalogue, its input space, its shortcuts and its cost. Exits 1 when any proof fails."""
+    from .validate import load_task, validate
+
+    try:
+        task = load_task(path)
+    except (ValueError, ImportError) as exc:
+        raise click.BadParameter(str(exc), param_hint="'PATH'")
+    say = (lambda text: None) if as_json else (lambda text: click.echo(f"  … {text}", err=True))
+    result = validate(task, seeds=seeds, sandbox=sandbox, say=say)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
+    else:
+        click.echo(f"task {task.id} ({task.folder})")
+        for f in result.findings:
+            mark = "FAIL" if not f.ok else ("note" if f.warning else "ok  ")
+            click.echo(f"{mark}  {f.proof:<9} {f.message}")
+        failed = sum(not f.ok for f in result.findings)
+        click.echo(f"{task.id}: " + ("every proof passed" if not failed else f"{failed} proof(s) failed"))
+    _exit_now(0 if result.ok else 1)
 
 
 @click.command("template")

@@ -23,7 +23,7 @@ from .checks.diagnosis import name_the_rest
 from .checks.input_space import drawn_edges
 from .i18n import T, entry
 from .sandbox import SandboxSession
-from .tasks import registry
+from .tasks import Task, registry
 
 CHECK_SECONDS = 8.0   # per-check budget of the student's own time (no waits for a core); one slow check fails alone
 DETAILS_LIMIT = 20_000  # bytes of JSON per check's details
@@ -67,6 +67,13 @@ class GradeReport:
     student_stderr: str = ""
     causes: list = field(default_factory=list)   # root causes, each charged once (grader/causes.py)
     drawn: dict = field(default_factory=dict)    # axis -> declared edges a scored case met (checks/input_space.py)
+    # Which scoring rule moved which check's points, in the order applied: {"rule", "check", "points"
+    # (the change), ...} (see ``moved``): load, detected, unverified, not_shown, knock_on, concept, gate.
+    rules: list = field(default_factory=list)
+
+    def moved(self, rule: str, check, points: int, **why) -> None:
+        if points or rule == "concept":
+            self.rules.append({"rule": rule, "check": check.id, "points": points, **why})
 
     @property
     def score(self) -> int:
@@ -87,7 +94,7 @@ class GradeReport:
                 "grader_version": GRADER_VERSION, "torch_version": _torch_version(),
                 "sandbox": self.sandbox, "warnings": list(self.warnings),
                 "seed_public": self.seed_public, "timings": self.timings,
-                "causes": list(self.causes), "summary": str(said), "drawn": dict(self.drawn),
+                "causes": list(self.causes), "rules": list(self.rules), "summary": str(said), "drawn": dict(self.drawn),
                 "student_stdout": self.student_stdout, "student_stderr": self.student_stderr,
                 **({"summary_i18n": entry(said)} if isinstance(said, T) else {}),
                 **({"error_i18n": entry(self.error)} if isinstance(self.error, T) else {})}
@@ -144,18 +151,24 @@ def _signature_problem(task, params) -> str | None:
 
 def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "auto", device: str = "cpu",
                  limits=None, progress=None, only: str | None = None,
-                 server_seed: int | None = None) -> GradeReport:
+                 server_seed: int | None = None, observe=None) -> GradeReport:
     """Grade ``source`` (the text or bytes of one .py file) for ``task`` (a registered task id).
 
     ``seed=None`` draws a secret seed (the server); a given seed is public and is echoed in the
     report as ``seed_public``. ``progress(check_id, done, total)`` is called before each check.
     Raises ``SandboxUnavailable`` for ``sandbox="strict"`` where isolation is missing, and
-    ``ValueError`` for an unknown task or sandbox level.
+    ``ValueError`` for an unknown task or sandbox level. ``task`` may also be a ``Task`` that is not
+    registered (``attn-grader tasks validate`` proves one before it goes live); ``observe(check_id,
+    args, kwargs)`` is told every call a check makes (the validation's record of the drawn cases).
     """
-    tasks = registry()
-    if task not in tasks:
-        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(tasks)}")
-    t = full = tasks[task]
+    if isinstance(task, Task):
+        t = full = task
+        task = t.id
+    else:
+        tasks = registry()
+        if task not in tasks:
+            raise ValueError(f"unknown task {task!r}; choose one of {', '.join(tasks)}")
+        t = full = tasks[task]
     if only is not None:
         if only not in {c.id for c in t.checks}:
             raise ValueError(f"unknown check {only!r} for task {task}; choose one of "
@@ -177,6 +190,7 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         add(check_id, False, message, details)
         report.error = message
         for c in report.checks:  # a file that cannot be loaded scores 0, whatever passed before
+            report.moved("load", c, -c.points)
             c.points = 0
         done = {c.id for c in report.checks}
         for cid in ["load.source", "load.import", "load.signature"] + [c.id for c in t.checks]:
@@ -232,10 +246,12 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         if problem:
             return _finish(report, session, fail_load("load.signature", problem, {"parameters": loaded.params}))
         add("load.signature", True, T("the signature accepts every argument the task passes"))
-        _run_checks(report, session, t, secret, device, add, progress, total, smallest=only is not None)
+        _run_checks(report, session, t, secret, device, add, progress, total, smallest=only is not None,
+                    observe=observe)
         if only is not None and all(c.passed for c in report.checks if c.id == only):
             # the smallest case passes: show the check at its ordinary sizes instead
             report.checks = [c for c in report.checks if c.id.startswith("load.")]
+            report.rules = []
             _run_checks(report, session, t, secret, device, add, progress, total)
         if t.gpu_suite and str(device).startswith("cuda"):
             add_gpu_suite(report, session, device, secret)
@@ -417,6 +433,7 @@ def _apply_gates(report, t) -> None:
     for c in report.checks:
         gate = gates.get(c.id.split(".")[0])
         if gate and c.id != gate and c.points:  # passed, or a knock-on given its points back
+            report.moved("gate", c, -c.points, gate=gate)
             c.points, c.passed = 0, False
             c.details.pop("because_of", None)
             c.message = T("not scored: these points rest on {check}, which did not pass ({message})", check=gate,
@@ -428,8 +445,8 @@ def _gate_closed(result) -> bool:
     return not result.passed and not result.details.get("diagnosis")
 
 
-def _run_checks(report, session, t, seed, device, add, progress, total, smallest=False):
-    ctx = Context(session, t, seed, device, CHECK_SECONDS, smallest=smallest)
+def _run_checks(report, session, t, seed, device, add, progress, total, smallest=False, observe=None):
+    ctx = Context(session, t, seed, device, CHECK_SECONDS, smallest=smallest, observe=observe)
     checks_started = time.monotonic()
     per_check, crashes = {}, 0
     main = [c for c in t.checks if not c.post]
@@ -483,17 +500,20 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
         if family == "load" or not c.points:
             continue
         if detected and (family != "forbidden" or c.passed):
+            report.moved("detected", c, -c.points)
             c.points = 0
             c.message += T(" (not scored: built-in attention was used or the grader was tampered with)")
         elif unverified and c.id not in post_ids:
+            report.moved("unverified", c, -c.points)
             c.points = 0
             c.message += T(" (not scored: the run-time check could not verify that no built-in attention ran)")
         elif not shown and family not in UNGATED:
+            report.moved("not_shown", c, -c.points)
             c.points = 0
             c.message += T(" (not scored: this property holds for functions that are not attention too, and "
                            "none of your output checks shows attention)")
     if not detected and not unverified and shown:
-        report.causes = charge_once(report.checks, t.points)
+        report.causes = charge_once(report.checks, t.points, t.bugs, t.concepts, moved=report.moved)
     _apply_gates(report, t)
     for c in report.checks:
         if not c.passed and c.max_points and not c.details.get("skipped") and not c.id.startswith("load."):

@@ -29,8 +29,15 @@ from concurrent.futures import ThreadPoolExecutor
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
+from grader.causes import concept_of  # noqa: E402
 from grader.grading import grade_source  # noqa: E402
-from test_grader_corpus import CORPUS, ELSEWHERE, FILES, _lost, _task, expected_family, several_bugs  # noqa: E402
+from grader.tasks import TASKS  # noqa: E402
+from test_grader_corpus import ELSEWHERE, FILES, _lost, _name, _task, expected_family, several_bugs  # noqa: E402
+
+
+def concept(path: str, family: str) -> set:
+    """The families a single bug of ``family`` may cost (its task's concept, grader/causes.py)."""
+    return concept_of(family, TASKS[_task(path)].concepts)
 
 
 def problems(path: str, reports: list[dict]) -> list[str]:
@@ -43,8 +50,8 @@ def problems(path: str, reports: list[dict]) -> list[str]:
             found.append(f"correct file scored {r['score']}: {r['summary'][:160]}")
         elif family and family not in _lost(r) and family != "forbidden":
             found.append(f"kept its family {family}'s points (lost {sorted(_lost(r))})")
-        elif family and family != "forbidden" and not several_bugs(path) and _lost(r) - {family}:
-            found.append(f"lost points outside {family}: {sorted(_lost(r) - {family})}")
+        elif family and family != "forbidden" and not several_bugs(path) and _lost(r) - concept(path, family):
+            found.append(f"lost points outside {family}: {sorted(_lost(r) - concept(path, family))}")
     return sorted(set(found))
 
 
@@ -53,7 +60,7 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=5, help="how many seeds (1, 2, ... n)")
     parser.add_argument("--task", help="only this task's corpus")
     parser.add_argument("--files", nargs="+", metavar="PART",
-                        help="only the files whose path (under tests/corpus) contains one of these")
+                        help="only the files whose path (under grader/tasks/<task>/corpus) contains one of these")
     parser.add_argument("--causes", action="store_true",
                         help="print each file's score and the causes its summary names, per seed")
     args = parser.parse_args()
@@ -79,14 +86,14 @@ def main() -> int:
             one = all(len(r.get("causes") or []) == 1 for r in reports)
             named[task] = named.get(task, 0) + one
             if not one:
-                print(f"{os.path.relpath(path, CORPUS)}: note: names {sorted({len(r.get('causes') or []) for r in reports})} causes")
+                print(f"{_name(path)}: note: names {sorted({len(r.get('causes') or []) for r in reports})} causes")
         if args.causes:
             said = sorted({c["diagnosis"] for r in reports for c in r.get("causes") or []})
-            print(f"{os.path.relpath(path, CORPUS)}: scores {sorted({r['score'] for r in reports})}; "
+            print(f"{_name(path)}: scores {sorted({r['score'] for r in reports})}; "
                   f"causes {said}; {reports[0]['summary'][:200]}")
         for problem in problems(path, reports):
             broken += 1
-            print(f"{os.path.relpath(path, CORPUS)}: {problem}")
+            print(f"{_name(path)}: {problem}")
     for task in sorted({_task(f) for f in files}):
         mine = [f for f in files if _task(f) == task]
         print(f"{task}: {len(mine)} files x {len(seeds)} seeds; single-bug files naming exactly one cause "

@@ -24,7 +24,7 @@ LANGS = ("en", "ru", "zh")
 PASSWORD = "correct horse"  # seed_people's
 STUDENT, INSTRUCTOR = "ada@example.org", "prof@example.org"
 TASKS = ("sdpa", "mha", "causal", "tiled", "decoder")
-CORPUS = ROOT / "tests" / "corpus" / "sdpa"
+CORPUS = ROOT / "grader" / "tasks" / "sdpa" / "corpus"
 WRONG_FILE, CORRECT_FILE = CORPUS / "buggy" / "scale_constant_64.py", CORPUS / "correct" / "einsum.py"
 # the kinds the course's quiz lacks, added so that every kind's inputs and review are audited:
 # a grid matrix, a single entry, a shape, a big-O, code lines to order, several right options

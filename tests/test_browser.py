@@ -32,7 +32,7 @@ from browser_support import (LAPTOP, PHONE, ROOT, expect_label, expect_lang, new
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CORPUS = ROOT / "tests" / "corpus" / "sdpa"
+CORPUS = ROOT / "grader" / "tasks" / "sdpa" / "corpus"
 LANGS = ("en", "ru", "zh")
 # one student per language, named as people of that language are (the Canvas CSV's
 # "Last, First" splits the first two; a Chinese name typed without a space stays whole)

@@ -2,10 +2,10 @@
 import pytest
 import torch
 
-from grader.checks import decoder, decoder_bugs
+from grader.tasks.decoder_attention import bugs as decoder_bugs, checks as decoder
 from grader.checks.tolerance import relative_error
 from grader.checks.tuples import flat, key_name
-from grader.checks.variants import home_family, identify
+from grader.checks.variants import identify
 from grader.tasks import TASKS
 
 LENGTHS = (torch.tensor([6, 3, 1]), torch.tensor([8, 5, 2]))
@@ -41,7 +41,7 @@ def test_every_wrong_layer_changes_the_outputs_and_is_explained():
         got = torch.cat([o.reshape(-1) for o in decoder_bugs.layer(target, memory, *LENGTHS, key)])
         assert not torch.allclose(torch.nan_to_num(got, nan=1e3), ref, atol=1e-6), key
         assert decoder_bugs.explain(key), key
-        assert home_family(key_name(key), TASKS["decoder_attention"].points), key
+        assert TASKS["decoder_attention"].bugs.home_family(key_name(key), TASKS["decoder_attention"].points), key
     named = {key_name(k) for k in keys} | {"outputs_wrong_dtype"}
     assert set(decoder_bugs.BUGS) <= named
 

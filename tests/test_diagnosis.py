@@ -15,7 +15,7 @@ def _qkv(*batch, L=6, S=7, E=5, Ev=9, dtype=torch.float64):
 
 
 def test_a_division_by_the_batch_size_is_named_with_its_size():
-    from grader.checks.backward import reference_grads
+    from grader.tasks.sdpa_backward.checks import reference_grads
     q, k, v = _qkv(3, 2)
     g = torch.randn(3, 2, 6, 9, dtype=torch.float64)
     dq, dk, dv = reference_grads(q, k, v, g)
@@ -25,7 +25,7 @@ def test_a_division_by_the_batch_size_is_named_with_its_size():
 
 
 def test_a_ratio_that_differs_between_outputs_is_not_one_cause():
-    from grader.checks.backward import reference_grads
+    from grader.tasks.sdpa_backward.checks import reference_grads
     q, k, v = _qkv(3, 2)
     g = torch.randn(3, 2, 6, 9, dtype=torch.float64)
     dq, dk, dv = reference_grads(q, k, v, g)
@@ -61,7 +61,7 @@ def test_where_the_values_differ_names_the_last_query_tile():
 
 
 def test_where_the_values_differ_names_padded_rows_and_the_causal_alignment():
-    from grader.checks.decoder import reference
+    from grader.tasks.decoder_attention.checks import reference
     g = torch.Generator().manual_seed(2)
     t, m = torch.randn(3, 6, 5, generator=g, dtype=torch.float64), torch.randn(3, 4, 5, generator=g, dtype=torch.float64)
     t_len, m_len = torch.tensor([6, 3, 2]), torch.tensor([4, 4, 1])

@@ -11,7 +11,7 @@ from grader.checks.inputs import InputFactory
 from grader.grading import grade_source
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LLAMA = os.path.join(HERE, "corpus", "sdpa", "correct", "llama_float32_softmax.py")
+LLAMA = os.path.join(os.path.dirname(HERE), "grader", "tasks", "sdpa", "corpus", "correct", "llama_float32_softmax.py")
 
 
 def _float32_softmax(q, k, v):  # the Llama idiom: softmax in float32, cast back
@@ -82,7 +82,7 @@ def test_every_declared_edge_is_met_by_a_scored_case(task_id):
     is among those of its scored checks (a 0-point check drawing it would not count)."""
     from grader.checks.input_space import missing_edges
     from grader.tasks import TASKS
-    with open(os.path.join(HERE, "corpus", CORRECT[task_id]), "rb") as f:
+    with open(os.path.join(os.path.dirname(HERE), "grader", "tasks", task_id, "corpus", CORRECT[task_id].split("/", 1)[1]), "rb") as f:
         report = grade_source(f.read(), task_id, seed=7, sandbox="auto").to_dict()
     assert report["score"] == 100, report["summary"]
     assert missing_edges(TASKS[task_id], report["drawn"]) == []

@@ -30,7 +30,7 @@ from web.dispatch.worker import GradingWorker
 from web.models import GradingJob, Result, Submission, User, utcnow
 
 pytestmark = pytest.mark.slow
-CORRECT_SDPA = ROOT / "tests" / "corpus" / "sdpa" / "correct" / "einsum.py"
+CORRECT_SDPA = ROOT / "grader" / "tasks" / "sdpa" / "corpus" / "correct" / "einsum.py"
 
 
 # ---- fixtures ------------------------------------------------------------------------------

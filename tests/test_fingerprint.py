@@ -13,16 +13,20 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from grader.checks.fingerprint import (BACKWARD_FINGERPRINT, DECODER_FINGERPRINT, MHA_FINGERPRINT, SDPA_FINGERPRINT,
-                                       TILED_FINGERPRINT, kernel_output)
+from grader.checks.fingerprint import kernel_output
 from grader.checks.inputs import InputFactory
+from grader.tasks import TASKS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FINGERPRINTS = {"sdpa": SDPA_FINGERPRINT, "mha": MHA_FINGERPRINT, "tiled_attention": TILED_FINGERPRINT,
-                "decoder_attention": DECODER_FINGERPRINT, "sdpa_backward": BACKWARD_FINGERPRINT}
+# Each task's part lies in its folder (grader/tasks/<id>/fingerprint.py).
+FINGERPRINTS = {task_id: TASKS[task_id].fingerprint
+                for task_id in ("sdpa", "mha", "tiled_attention", "decoder_attention", "sdpa_backward",
+                                "kv_cache_attention")}
+SDPA_FINGERPRINT, MHA_FINGERPRINT, DECODER_FINGERPRINT, BACKWARD_FINGERPRINT = (
+    FINGERPRINTS[t] for t in ("sdpa", "mha", "decoder_attention", "sdpa_backward"))
 FUNCTIONS = {"sdpa": "scaled_dot_product_attention", "mha": "multi_head_attention",
              "tiled_attention": "tiled_attention", "decoder_attention": "decoder_attention",
-             "sdpa_backward": "scaled_dot_product_attention_backward"}
+             "sdpa_backward": "scaled_dot_product_attention_backward", "kv_cache_attention": "kv_cache_attention"}
 SEEDS = (1, 2, 3)
 
 
@@ -57,7 +61,7 @@ def _samples(task, dtype, seed):
 def _correct_files():
     found = []
     for task in FINGERPRINTS:
-        found += [(task, p) for p in sorted(glob.glob(os.path.join(HERE, "corpus", task, "correct", "*.py")))]
+        found += [(task, p) for p in sorted(glob.glob(os.path.join(TASKS[task].corpus, "correct", "*.py")))]
         for p in sorted(glob.glob(os.path.join(HERE, "corpus", "elsewhere", task, "*.py"))):
             with open(p, encoding="utf-8") as f:
                 if not f.readline().startswith("# expect:"):
@@ -148,3 +152,18 @@ def test_sdpa_backward_through_the_fused_kernel_is_recognised(dtype):
         return torch.autograd.grad(F.scaled_dot_product_attention(*leaves, **kwargs), leaves, g)
     samples = [(args, kw, by_autograd(*args, **kw)) for args, kw in _samples("sdpa_backward", dtype, 8)]
     assert kernel_output(BACKWARD_FINGERPRINT, samples)
+
+
+def test_the_kv_cache_step_through_the_kernel_is_recognised():
+    """kv_cache_attention through torch's fused kernel on (B, 1, n, D) views of the cache's filled rows."""
+    def through_kernel(query, key, value, k_cache, v_cache, position):
+        k_cache, v_cache = k_cache.clone(), v_cache.clone()
+        k_cache[:, position], v_cache[:, position] = key[:, 0], value[:, 0]
+        out = F.scaled_dot_product_attention(query[:, None], k_cache[:, None, :position + 1],
+                                             v_cache[:, None, :position + 1])
+        return out[:, 0], k_cache, v_cache
+    samples = []
+    for seed in SEEDS:
+        args = FINGERPRINTS["kv_cache_attention"].sample(_Draws(seed), torch.float32)
+        samples.append((args, {}, through_kernel(*args)))
+    assert kernel_output(FINGERPRINTS["kv_cache_attention"], samples)

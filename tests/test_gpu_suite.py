@@ -15,7 +15,7 @@ from web.models import User
 from web.services.courses import find_assignment
 from web.services.submissions import submit
 
-CORRECT = (ROOT / "tests" / "corpus" / "sdpa" / "correct" / "einsum.py").read_text()
+CORRECT = (ROOT / "grader" / "tasks" / "sdpa" / "corpus" / "correct" / "einsum.py").read_text()
 # Right formula, but exp() of unshifted scores: fine in float32, inf/NaN in float16.
 UNSHIFTED = '''import torch
 

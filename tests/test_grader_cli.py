@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CLI = [sys.executable, "-m", "grader.cli"]
 ELSEWHERE = sorted(glob.glob(os.path.join(HERE, "corpus", "elsewhere", "*", "*.py")))
-CORRECT_SDPA = os.path.join(HERE, "corpus", "sdpa", "correct", "matmul_softmax.py")
+CORRECT_SDPA = os.path.join(os.path.dirname(HERE), "grader", "tasks", "sdpa", "corpus", "correct", "matmul_softmax.py")
 
 
 def run(*args, cwd=ROOT):

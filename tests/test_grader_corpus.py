@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from grader.causes import concept_of
 from grader.commands import PUBLIC_SEED
 from grader.grading import grade_source
 from grader.tasks import TASKS
@@ -28,9 +29,10 @@ from grader.tasks import TASKS
 pytestmark = pytest.mark.timeout(1200)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CORPUS = os.path.join(HERE, "corpus")
-# Every registered task's corpus: tests/corpus/<task id>/{correct,buggy}/*.py
-FILES = sorted(f for task_id in TASKS for f in glob.glob(os.path.join(CORPUS, task_id, "*", "*.py")))
+CORPUS = os.path.join(HERE, "corpus")  # the files from elsewhere (other codebases' conventions)
+TASKS_DIR = os.path.dirname(TASKS["sdpa"].folder)
+# Every registered task's corpus, in its folder: grader/tasks/<task id>/corpus/{correct,buggy}/*.py
+FILES = sorted(f for task in TASKS.values() for f in glob.glob(os.path.join(task.corpus, "*", "*.py")))
 ELSEWHERE = sorted(glob.glob(os.path.join(CORPUS, "elsewhere", "*", "*.py")))
 SEED = int(os.environ.get("ATTN_TEST_SEED", "12345"))
 SEEDS = (SEED, PUBLIC_SEED)  # two draws: a verdict that depends on the draw differs in one of them
@@ -55,8 +57,15 @@ def several_bugs(path):
 
 
 def _task(path):
-    parts = os.path.relpath(path, CORPUS).split(os.sep)
-    return parts[1] if parts[0] == "elsewhere" else parts[0]
+    """The task a corpus file is for: the folder above ``corpus/`` (elsewhere/<task>/ for the others)."""
+    parts = os.path.normpath(path).split(os.sep)
+    return parts[-2] if "elsewhere" in parts else parts[-4]
+
+
+def _name(path):
+    """<task>/<correct|buggy>/<file>, or elsewhere/<task>/<file>: the tests' ids."""
+    parts = os.path.normpath(path).split(os.sep)
+    return "/".join(parts[-3:] if "elsewhere" in parts else [parts[-4], *parts[-2:]])
 
 
 # What the local level is compared on: the sdpa and mha corpora and the files from elsewhere.
@@ -102,7 +111,7 @@ def local_reports():
 
 
 def _comparable(report: dict, path: str) -> list[tuple]:
-    exact_messages = os.path.relpath(path, CORPUS) not in UNSEEDED_RANDOMNESS
+    exact_messages = _name(path) not in UNSEEDED_RANDOMNESS
     return [(c["id"], c["passed"], c["points"], c["max_points"],
              c["message"] if exact_messages else "")
             if not c["id"].startswith(TIMED_CHECKS) else (c["id"], c["passed"], c["points"], c["max_points"])
@@ -112,15 +121,15 @@ def _comparable(report: dict, path: str) -> list[tuple]:
 def test_corpus_size():
     correct = [f for f in FILES if expected_family(f) is None]
     buggy = [f for f in FILES if expected_family(f)]
-    assert len([f for f in correct if "/sdpa/" in f]) >= 10
-    assert len([f for f in buggy if "/sdpa/" in f]) >= 25
+    assert len([f for f in correct if _task(f) == "sdpa"]) >= 10
+    assert len([f for f in buggy if _task(f) == "sdpa"]) >= 25
     for task_id in TASKS:  # every task shipped with the grader has a corpus of its own
         assert len([f for f in correct if _task(f) == task_id]) >= 5, task_id
         assert len([f for f in buggy if _task(f) == task_id]) >= 10, task_id
     assert len(correct) + len(buggy) == len(FILES)
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: os.path.relpath(p, CORPUS))
+@pytest.mark.parametrize("path", FILES, ids=_name)
 def test_verdict(corpus_reports, path):
     report = corpus_reports[path]
     family = expected_family(path)
@@ -149,7 +158,7 @@ def test_verdict(corpus_reports, path):
 
 
 @pytest.mark.parametrize("path", [p for p in FILES + ELSEWHERE if _task(p) not in ONE_SEED],
-                         ids=lambda p: os.path.relpath(p, CORPUS))
+                         ids=_name)
 def test_same_score_under_every_seed(seeded_reports, path):
     """Same code, same grader: the same score and the same families charged, whatever the draw."""
     reports = seeded_reports[path]
@@ -161,7 +170,7 @@ def test_the_local_level_is_compared_on_every_prechecked_file():
     assert len(PRECHECKED) >= 80 and any("/elsewhere/" in f for f in PRECHECKED)
 
 
-@pytest.mark.parametrize("path", PRECHECKED, ids=lambda p: os.path.relpath(p, CORPUS))
+@pytest.mark.parametrize("path", PRECHECKED, ids=_name)
 def test_local_and_server_reports_are_the_same(seeded_reports, local_reports, path):
     """The same checks, verdicts, points and messages at the pre-check's level as on the server."""
     local, server = local_reports[path], seeded_reports[path][SEEDS.index(PUBLIC_SEED)]
@@ -172,27 +181,28 @@ def test_local_and_server_reports_are_the_same(seeded_reports, local_reports, pa
 
 
 # The tasks whose named bugs all have a home family (grader/checks/variants.py: HOME).
-CHARGED_ONCE = ("sdpa", "mha", "sdpa_backward", "tiled_attention", "decoder_attention")
+CHARGED_ONCE = ("sdpa", "mha", "sdpa_backward", "tiled_attention", "decoder_attention", "kv_cache_attention")
 SINGLE_BUG = [p for p in FILES if expected_family(p) and expected_family(p) != "forbidden" and not several_bugs(p)
               and _task(p) in CHARGED_ONCE]
 
 
-@pytest.mark.parametrize("path", SINGLE_BUG, ids=lambda p: os.path.relpath(p, CORPUS))
+@pytest.mark.parametrize("path", SINGLE_BUG, ids=_name)
 def test_one_bug_is_charged_once(corpus_reports, path):
-    """A single-bug file loses only its family's points (and those of the families a failed check of its
-    family gates: tiled_attention's key streaming carries the skill's), and its report names at most that
-    one cause."""
-    report = corpus_reports[path]
-    family = expected_family(path)
+    """A single-bug file loses only its family's points (or its concept's: masking in a decoder is
+    padding, causal and lengths, grader/causes.py; and those of the families a failed check of its
+    family gates: tiled_attention's key streaming carries the skill's), and its report names at most
+    that one cause."""
+    report, family = corpus_reports[path], expected_family(path)
     failed = {c["id"] for c in report["checks"] if not c["passed"]}
     gated = {g for c in TASKS[_task(path)].checks if c.id.split(".")[0] == family and c.id in failed
              for g in c.gates}
-    assert family in _lost(report) and _lost(report) <= {family} | gated, (sorted(_lost(report)), report["summary"])
+    allowed = concept_of(family, TASKS[_task(path)].concepts) | gated
+    assert family in _lost(report) and _lost(report) <= allowed, (sorted(_lost(report)), report["summary"])
     assert len(report["causes"]) <= 1, report["summary"]
 
 
 # The tasks whose single-bug files name their bug: at least 80 % of them exactly one cause.
-NAMED = ("sdpa_backward", "tiled_attention", "decoder_attention")
+NAMED = ("sdpa_backward", "tiled_attention", "decoder_attention", "kv_cache_attention")
 
 
 @pytest.mark.parametrize("task_id", NAMED)
@@ -216,7 +226,7 @@ def test_decoder_bugs_from_public_code_are_each_named(corpus_reports):
 def test_gradients_no_backward_produced_score_nothing_where_gradients_are_graded(corpus_reports):
     """Finite differences of a hand-written forward: right values, no backward. grad.at_scale fails,
     says why, and every family it gates scores nothing (sdpa's version: tests/integrity)."""
-    report = corpus_reports[os.path.join(CORPUS, "sdpa_backward", "buggy", "numerical_gradients.py")]
+    report = corpus_reports[os.path.join(TASKS["sdpa_backward"].corpus, "buggy", "numerical_gradients.py")]
     at_scale = next(c for c in report["checks"] if c["id"] == "grad.at_scale")
     assert not at_scale["passed"] and "numerical differentiation" in at_scale["message"]
     gated = next(c.gates for c in TASKS["sdpa_backward"].checks if c.id == "grad.at_scale")
@@ -225,7 +235,7 @@ def test_gradients_no_backward_produced_score_nothing_where_gradients_are_graded
 
 
 @pytest.mark.parametrize("path", [p for p in FILES if expected_family(p) == "forbidden"],
-                         ids=lambda p: os.path.relpath(p, CORPUS))
+                         ids=_name)
 def test_builtin_attention_keeps_only_the_load_points(corpus_reports, path):
     report = corpus_reports[path]
     assert report["score"] <= 5 and all(c["points"] == 0 for c in report["checks"] if not c["id"].startswith("load."))

@@ -23,7 +23,7 @@ from babel.messages.pofile import read_po
 from grader.i18n import LOCALE_DIR, T, entry, language_from_environment, render, skip_reason
 
 ROOT = Path(__file__).resolve().parent.parent
-NO_SCALE = ROOT / "tests" / "corpus" / "sdpa" / "buggy" / "no_scale.py"
+NO_SCALE = ROOT / "grader" / "tasks" / "sdpa" / "corpus" / "buggy" / "no_scale.py"
 CYRILLIC, CJK = re.compile("[а-яА-Я]"), re.compile("[\u4e00-\u9fff]")
 FIELDS = re.compile(r"\{[^{}]*\}")
 

@@ -279,6 +279,28 @@ def test_a_knock_on_cannot_be_bought():
     assert [c.points for c in raised] == [0, 0, 0] and not cause["knock_on"]
 
 
+def test_one_bug_across_a_concept_is_charged_in_each_of_its_families():
+    """Issue 40: a bug charged to padding that also breaks the causal and length checks is wrong about
+    masking in each of them; the output and cross checks it breaks keep the knock-on refund."""
+    from grader.causes import charge_once
+    from grader.tasks import TASKS
+    task = TASKS["decoder_attention"]
+    checks = [_check(check_id, False, "masked_scores_zero") for check_id in
+              ("output.shapes", "padding.target", "causal.self", "lengths.edges", "cross.not_causal")]
+    moved = []
+    (cause,) = charge_once(checks, task.points, task.bugs, task.concepts,
+                           moved=lambda rule, check, points, **why: moved.append((rule, check.id, points)))
+    assert cause["family"] == "padding" and cause["families"] == ["padding", "causal", "lengths"]
+    assert [c.points for c in checks] == [4, 0, 0, 0, 4] and cause["knock_on"] == ["output.shapes", "cross.not_causal"]
+    # the report's "rules" says which rule moved which points
+    assert moved == [("knock_on", "output.shapes", 4), ("concept", "causal.self", 0),
+                     ("concept", "lengths.edges", 0), ("knock_on", "cross.not_causal", 4)]
+    # without the concept, the same bug was charged once, to padding alone
+    checks = [_check(c.id, False, "masked_scores_zero") for c in checks]
+    (cause,) = charge_once(checks, task.points, task.bugs)
+    assert cause["families"] == ["padding"] and [c.points for c in checks] == [4, 0, 4, 4, 4]
+
+
 def test_a_forbidden_check_that_cannot_finish_is_a_detection():
     from grader.checks.base import Check
     from grader.grading import _run_one

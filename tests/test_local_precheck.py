@@ -20,7 +20,6 @@ from grader.grading import grade_source
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-CORPUS = os.path.join(HERE, "corpus")
 # The speed check (0 points) measures time: its message differs between any two runs, its verdict not.
 TIMED_CHECKS = ("speed.",)
 
@@ -60,7 +59,7 @@ def test_crashes_and_blocked_imports_read_the_same(source):
 
 
 def test_the_check_command_runs_locally_by_default():
-    path = os.path.join(CORPUS, "sdpa", "correct", "matmul_softmax.py")
+    path = os.path.join(os.path.dirname(HERE), "grader", "tasks", "sdpa", "corpus", "correct", "matmul_softmax.py")
     run = subprocess.run([sys.executable, "-m", "grader.cli", "check", path, "--task", "sdpa",
                           "--json"], capture_output=True, text=True, cwd=ROOT, timeout=240)
     assert run.returncode == 0, run.stderr[-2000:]

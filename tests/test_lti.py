@@ -404,7 +404,7 @@ def test_the_real_grader_and_the_services_own_sender_deliver_a_full_score(lti):
     browser = requests.Session()
     launch(browser, platform, "lms-ada", link="link-sdpa", lineitem="li-sdpa",
            custom={"attn_grader_assignment": "sdpa"})
-    correct = Path(__file__).parent / "corpus" / "sdpa" / "correct" / "matmul_softmax.py"
+    correct = Path(__file__).parent.parent / "grader" / "tasks" / "sdpa" / "corpus" / "correct" / "matmul_softmax.py"
     assert submit(browser, tool, "/tasks/sdpa", correct.read_text()).status_code == 302
     config = {**env.config, "SANDBOX": "auto"}
     worker = GradingWorker(env.engine, config,

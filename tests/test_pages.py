@@ -401,7 +401,7 @@ def test_every_registered_task_is_an_assignment_with_its_page(env, ada, prof):
     home = ada.get("/").get_data(as_text=True)
     matrix = prof.get("/instructor/").get_data(as_text=True)
     assert all(f"sort={task_id}" in matrix for task_id in TASKS)  # a score-matrix column per task
-    assert set(TASKS) >= {"sdpa", "mha", "sdpa_backward", "decoder_attention", "tiled_attention"}
+    assert set(TASKS) >= {"sdpa", "mha", "sdpa_backward", "decoder_attention", "tiled_attention", "kv_cache_attention"}
     for task in TASKS.values():
         assert task.title in home
         page = ada.get(f"/tasks/{task.id}").get_data(as_text=True)

@@ -149,7 +149,7 @@ def test_a_scan_past_its_bounds_fails_its_check_with_a_message(monkeypatch):
 
 
 def test_the_three_lines_end_with_a_verdict():
-    with open(os.path.join(HERE, "corpus", "sdpa_backward", "correct", "matmul_chain_rule.py")) as f:
+    with open(os.path.join(os.path.dirname(HERE), "grader", "tasks", "sdpa_backward", "corpus", "correct", "matmul_chain_rule.py")) as f:
         correct = f.read()
     report = grade_source(THREE_LINES + correct, "sdpa_backward", seed=1, only="forbidden.autograd_source")
     verdicts = {c.id: c.passed for c in report.checks}

@@ -16,10 +16,10 @@ from pages_support import ada, db_session, env, grade_queued, prof  # noqa: F401
 from web.services.grading import grading_seed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CORPUS = os.path.join(ROOT, "tests", "corpus")
-CORRECT = os.path.join(CORPUS, "sdpa", "correct", "matmul_softmax.py")
-NO_SCALE = os.path.join(CORPUS, "sdpa", "buggy", "no_scale.py")
-POLARITY = os.path.join(CORPUS, "sdpa", "buggy", "mask_polarity.py")
+CORPUS = os.path.join(ROOT, "grader", "tasks")
+CORRECT = os.path.join(CORPUS, "sdpa", "corpus", "correct", "matmul_softmax.py")
+NO_SCALE = os.path.join(CORPUS, "sdpa", "corpus", "buggy", "no_scale.py")
+POLARITY = os.path.join(CORPUS, "sdpa", "corpus", "buggy", "mask_polarity.py")
 
 
 def _read(path):
@@ -44,7 +44,7 @@ def test_the_missing_scale_costs_the_scale_points_only_and_says_so():
 def test_scaling_by_the_values_width_is_named_and_charged_to_scale():
     """1/√(value.size(-1)) is right whenever E = Ev, so only the checks with a wider or narrower
     value see it; the scale read-out and those checks name the same bug, charged once."""
-    path = os.path.join(CORPUS, "sdpa", "buggy", "scale_value_dim.py")
+    path = os.path.join(CORPUS, "sdpa", "corpus", "buggy", "scale_value_dim.py")
     report = grade_source(_read(path), "sdpa", seed=5, sandbox="auto").to_dict()
     (cause,) = report["causes"]
     assert (cause["diagnosis"], cause["family"], cause["charged"]) == ("scale_dv", "scale", ["scale.default"])
@@ -82,7 +82,7 @@ def test_the_server_seed_follows_the_code_and_the_secret_and_is_never_echoed():
 
 def test_regrading_the_same_code_gives_the_same_score():
     config = {"SECRET_KEY": "s3cret"}
-    code = _read(os.path.join(CORPUS, "sdpa", "buggy", "float16_inside.py"))
+    code = _read(os.path.join(CORPUS, "sdpa", "corpus", "buggy", "float16_inside.py"))
     scores = {grade_source(code, "sdpa", server_seed=grading_seed(config, "sdpa", code), sandbox="auto").score
               for _ in range(2)}
     assert len(scores) == 1

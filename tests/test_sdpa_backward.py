@@ -3,7 +3,9 @@ name resolves to, forward mode included), and autograd switched off in the child
 import pytest
 import torch
 
-from grader.checks import autograd_ban, backward, backward_bugs
+from grader.checks import autograd_ban
+from grader.tasks import TASKS
+from grader.tasks.sdpa_backward import bugs as backward_bugs, checks as backward
 from grader.sandbox import SandboxSession
 
 # Reverse and forward mode, reached by names the source scan can and cannot read: the run-time block
@@ -58,7 +60,7 @@ def test_the_hand_written_backward_is_autograds_and_every_bug_differs(kwargs):
         assert torch.allclose(a, b, atol=1e-12)
     flat = torch.cat([t.reshape(-1) for t in ref])
     for name, wrong in backward_bugs.candidates(q, k, v, g, *args).items():
-        assert name.split(":")[0] in backward.variants.BUGS, name
+        assert name.split(":")[0] in TASKS["sdpa_backward"].bugs, name
         assert not torch.allclose(torch.cat([t.reshape(-1) for t in wrong]).nan_to_num(), flat, rtol=0,
                                   atol=1e-7), name
     if not kwargs:
@@ -72,9 +74,19 @@ def test_shape_changing_bugs_are_candidates_only_where_the_shapes_allow():
 
 
 def test_every_named_backward_bug_has_a_sentence_and_a_home_family():
-    from grader.checks.variants import HOME
+    bugs = TASKS["sdpa_backward"].bugs
     for name in backward_bugs.BUGS:
-        assert backward.variants.explain(name) and HOME.get(name), name
+        assert bugs.explain(name) and bugs.home_family(name, TASKS["sdpa_backward"].points), name
+
+
+def test_the_backward_s_own_sentences_are_the_ones_shown():
+    """A name attention also has is worded for the backward in this task's catalogue, and only there."""
+    from grader.checks.variants import ATTENTION
+    for name in ("causal_ignored", "float_mask_ignored"):
+        own = str(TASKS["sdpa_backward"].bugs.explain(name))
+        assert own == str(backward.SPEC.explain(name)) == backward_bugs.BUGS[name], name
+        assert own != str(ATTENTION.explain(name)) == str(TASKS["sdpa"].bugs.explain(name)), name
+    assert "backward" in str(TASKS["sdpa_backward"].bugs.explain("causal_ignored"))
 
 
 SCAN = {

@@ -8,7 +8,7 @@ from web import create_app
 from web.dispatch.worker import GradingWorker
 from web.services.grading import load_grade_function
 
-CORRECT = Path(__file__).parent / "corpus" / "sdpa" / "correct" / "matmul_softmax.py"
+CORRECT = Path(__file__).parent.parent / "grader" / "tasks" / "sdpa" / "corpus" / "correct" / "matmul_softmax.py"
 pytestmark = [pytest.mark.slow, pytest.mark.parametrize("service", ["sqlite"], indirect=True)]
 
 

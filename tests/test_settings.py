@@ -29,12 +29,13 @@ def _reads_a_setting(line: str) -> bool:
 
 # Students' files the tests grade (some hostile, some written not to parse): not the project's code.
 SUBMISSIONS = ("tests/hostile/", "tests/corpus/", "tests/integrity/", "tests/honest_under_block/")
+TASK_CORPUS = re.compile(r"grader/tasks/[^/]+/corpus/")  # each task's corpus: submissions too
 
 
 def _tracked(*suffixes: str) -> list[Path]:
     out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True)
     return [ROOT / f for f in out.stdout.split() if f.endswith(suffixes) and (ROOT / f).is_file()
-            and not f.startswith(SUBMISSIONS) and ROOT / f != Path(__file__).resolve()]  # its examples
+            and not f.startswith(SUBMISSIONS) and not TASK_CORPUS.match(f) and ROOT / f != Path(__file__).resolve()]  # its examples
 
 
 def test_the_configuration_page_s_table_is_the_registry_s():

@@ -15,7 +15,7 @@ from web.services.courses import find_assignment
 from web.services.submissions import submit
 from web.services.users import add_user
 
-CORRECT = Path(__file__).parent / "corpus" / "sdpa" / "correct"
+CORRECT = Path(__file__).parent.parent / "grader" / "tasks" / "sdpa" / "corpus" / "correct"
 ORIGINAL = (CORRECT / "matmul_softmax.py").read_text()
 
 

@@ -12,7 +12,7 @@ import pytest
 from grader.commands import PUBLIC_SEED
 from grader.grading import grade_source
 
-CORPUS = Path(__file__).resolve().parent / "corpus" / "sdpa"
+CORPUS = Path(__file__).resolve().parent.parent / "grader" / "tasks" / "sdpa" / "corpus"
 FILES = {  # file -> whether its cost grows like a loop
     CORPUS / "correct" / "matmul_softmax.py": False,    # the textbook two matmuls and a softmax
     CORPUS / "correct" / "loop_rows.py": True,          # one query row at a time

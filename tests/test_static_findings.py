@@ -14,7 +14,7 @@ from grader.checks import autograd_ban, forbidden
 from grader.grading import CheckResult, GradeReport, _unconfirmed_static, grade_source
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = os.path.join(HERE, "corpus", "sdpa", "correct", "module_own_method.py")
+MODULE = os.path.join(os.path.dirname(HERE), "grader", "tasks", "sdpa", "corpus", "correct", "module_own_method.py")
 ALIAS_CHEAT = '''import torch
 from torch import nn
 

@@ -15,7 +15,7 @@ from grader.cli import main
 from grader.client import ApiError, _error_message, wait_phrase
 from service_support import ROOT, env_for, running_server
 
-CORRECT_SDPA = ROOT / "tests" / "corpus" / "sdpa" / "correct" / "matmul_softmax.py"
+CORRECT_SDPA = ROOT / "grader" / "tasks" / "sdpa" / "corpus" / "correct" / "matmul_softmax.py"
 CLI = [sys.executable, "-m", "grader.cli"]
 
 

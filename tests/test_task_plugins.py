@@ -72,13 +72,15 @@ def softmax_lse(x):
 
 
 def write_course_package(root):
-    """my_course/softmax_lse.py (+ spec and template) and an installed-looking dist-info."""
+    """my_course/softmax_lse/: the task's folder, laid out as the grader's own (``__init__.py`` with the
+    Task, ``spec.md``, ``template.py.tmpl``), and an installed-looking dist-info."""
     pkg = root / "my_course"
-    pkg.mkdir()
+    folder = pkg / "softmax_lse"
+    folder.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "softmax_lse.py").write_text(TASK_MODULE)
-    (pkg / "softmax_lse.md").write_text("# Softmax with log-sum-exp\n\nReturn `(softmax(x), logsumexp(x))`.\n")
-    (pkg / "softmax_lse_template.py.tmpl").write_text("import torch\n\n\ndef softmax_lse(x):\n    ...\n")
+    (folder / "__init__.py").write_text(TASK_MODULE)
+    (folder / "spec.md").write_text("# Softmax with log-sum-exp\n\nReturn `(softmax(x), logsumexp(x))`.\n")
+    (folder / "template.py.tmpl").write_text("import torch\n\n\ndef softmax_lse(x):\n    ...\n")
     info = root / "my_course-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-course\nVersion: 0.1\n")
@@ -205,3 +207,14 @@ def test_a_check_runs_after_the_checks_it_needs_and_must_declare_them():
     ctx.start("mask.bool")
     with pytest.raises(RuntimeError, match="without declaring"):
         ctx.passed_check("heads.single_head")
+
+
+def test_the_shared_checks_and_the_scoring_import_no_task():
+    """The fingerprint mechanism, the bans and the scoring sit below the tasks: importing them loads no
+    task (each task's fingerprint part and bug catalogue lie in its own folder)."""
+    code = ("import sys\nimport grader.checks.fingerprint, grader.checks.forbidden, grader.checks.autograd_ban, "
+            "grader.checks.variants, grader.checks.bugs, grader.causes\n"
+            "print([m for m in sys.modules if m.startswith('grader.tasks')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": ROOT}, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

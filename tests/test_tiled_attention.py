@@ -4,16 +4,17 @@ import os
 import pytest
 import torch
 
-from grader.checks import tiled, tiled_memory
+from grader.tasks.tiled_attention import checks as tiled, memory as tiled_memory
 from grader.checks.base import Context, Fail
 from grader.grading import grade_source
 from grader.sandbox import SandboxSession, cgroups, streams
 from grader.tasks import TASKS
 from reference_impl import scaled_dot_product_attention
 
-CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "tiled_attention")
-ONLINE = open(__file__.replace("test_tiled_attention.py", "corpus/tiled_attention/correct/online_loop.py")).read()
-FULL = open(__file__.replace("test_tiled_attention.py", "corpus/tiled_attention/buggy/full_score_matrix.py")).read()
+CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "grader", "tasks", "tiled_attention",
+                      "corpus")
+ONLINE = open(os.path.join(CORPUS, "correct", "online_loop.py")).read()
+FULL = open(os.path.join(CORPUS, "buggy", "full_score_matrix.py")).read()
 
 
 def _has_cgroup():
@@ -168,7 +169,7 @@ def test_streamed_keys_are_the_parents_numbers_however_they_are_cut():
 
 
 def test_named_bugs_of_the_catalogue_have_a_home():
-    from grader.checks.variants import HOME
+    homes = TASKS["tiled_attention"].bugs.homes
     for bug in tiled.BUGS:
         if bug != "no_scale":
-            assert HOME[bug][0] in TASKS["tiled_attention"].points, bug
+            assert homes[bug][0] in TASKS["tiled_attention"].points, bug

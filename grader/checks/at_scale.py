@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import torch
 
-from . import backward
-from .backward_bugs import closed_form
+from ..tasks.sdpa_backward import checks as backward
+from ..tasks.sdpa_backward.bugs import closed_form
 from .base import Fail, StudentFailure
 from .gradients import SDPA_NAMES, explained_by_known_bug
 from .tolerance import GRAD_FLOOR_FACTOR, GRAD_MULTIPLIER, allowance, compare

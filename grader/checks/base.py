@@ -91,8 +91,10 @@ class Check:
 class Context:
     """The submission as the checks see it: a callable with fresh inputs and a trace."""
 
-    def __init__(self, session, task, seed: int, device: str, check_seconds: float, smallest: bool = False):
+    def __init__(self, session, task, seed: int, device: str, check_seconds: float, smallest: bool = False,
+                 observe=None):
         self.session, self.task, self.device = session, task, device
+        self.observe = observe              # observe(check_id, args, kwargs) before each call (tasks validate)
         self.inputs = InputFactory(seed, smallest=smallest)
         self.ops: set[str] = set()          # every torch function / aten op seen while tracing
         self.mutated: dict[str, str] = {}   # input name -> check id that saw it modified
@@ -141,6 +143,8 @@ class Context:
         ``seconds`` is a budget of the call's own (of the child's own time; within the check's).
         ``fresh_child`` runs it in a child of its own, whose ``memory_peak`` covers the file's import
         and the call (``SandboxSession.fresh_call``; always without the recorders)."""
+        if self.observe is not None:
+            self.observe(self.current, args, kwargs)
         left = self.check_seconds - (self.session.charged - self.check_began)
         if left <= 0:
             raise Fail(T("this check ran out of its time budget ({seconds:.0f} s): your function is too slow "

@@ -70,9 +70,9 @@ def beyond_bounds(exc) -> str:
 
 
 def __getattr__(name: str):
-    """What this module gives from torch-importing ones (``forbidden.SDPA_FINGERPRINT``, the
-    tasks' fingerprint kinds, and ``Fail``), loaded on first use."""
-    if name.endswith("_FINGERPRINT") or name in ("fresh_samples", "kernel_output"):
+    """What this module uses from torch-importing ones (the fingerprint's helpers and ``Fail``),
+    loaded on first use."""
+    if name in ("fresh_samples", "kernel_output"):
         from . import fingerprint
         return getattr(fingerprint, name)
     if name == "Fail":

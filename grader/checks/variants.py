@@ -10,6 +10,8 @@ import math
 
 import torch
 
+from . import diagnosis_texts
+from .bugs import Catalogue
 from .base import broadcast_shapes
 from .tolerance import relative_error
 from ..i18n import N_, T
@@ -242,7 +244,8 @@ def identify(out: torch.Tensor, variants: dict, ref_error: float, allow_all_nan:
 
 
 def explain(name: str | None) -> str:
-    """The bug's sentence (a ``T``: rendered in the reader's language), "" for no known bug."""
+    """Attention's sentence for the bug (a ``T``: rendered in the reader's language), "" for no known
+    bug. A task's own wording is its catalogue's (``Task.bugs.explain``)."""
     text = BUGS.get(name, "") if name else ""
     return T(text) if text else ""
 
@@ -274,16 +277,8 @@ STRUCTURAL = {"split_no_transpose", "merge_no_transpose", "split_merge_no_transp
               "nondeterministic", "low_precision"}
 
 
-def register(bugs: dict, homes: dict) -> None:
-    """A task's own named bugs and the family each is charged to (its check module calls this when
-    imported). A name attention already has keeps attention's sentence, and its homes come first:
-    the task's are added after them (a task is charged in the first of them it has)."""
-    for name, text in bugs.items():
-        BUGS.setdefault(name, text)
-    for name, families in homes.items():
-        HOME[name] = HOME.get(name, ()) + tuple(f for f in families if f not in HOME.get(name, ()))
-
-
-def home_family(name: str, families) -> str | None:
-    """Where bug ``name`` is charged in a task with these families (None: nowhere in particular)."""
-    return next((f for f in HOME.get(name, ()) if f in families), None)
+# Attention's catalogue: the base every task's own extends (``Task.bugs``, grader/checks/bugs.py),
+# with the causes diagnosis.py names by what differs and where.
+BUGS.update(diagnosis_texts.TEXTS)
+HOME.update(diagnosis_texts.HOMES)
+ATTENTION = Catalogue(BUGS, HOME)

@@ -343,7 +343,7 @@ def block_autograd() -> None:
     entry points (torch.autograd.grad/backward, Tensor.backward, the functional and torch.func
     transforms) are replaced by raisers and the engine object they end in is swapped for one that
     raises. The parent's verdict rests on its own reference and on the trace of backward kernels
-    (grader/checks/backward.py).
+    (grader/tasks/sdpa_backward/checks.py).
     """
     global _AUTOGRAD_DONE
     if _AUTOGRAD_DONE:

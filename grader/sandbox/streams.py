@@ -11,7 +11,7 @@ slice along the sequence (``key[..., j:j + B, :]``, ``key.narrow``) makes that b
 tensors. Anything else (a product with the whole key, ``torch.cat`` of every block) makes every row
 it touches. Nothing here is a boundary: the parent measures the run's memory from its cgroup, and
 the keys and values in full are far larger than what it allows (see
-``grader/checks/tiled_memory.py``); this class only makes honest block-by-block code cost what it
+``grader/tasks/tiled_attention/memory.py``); this class only makes honest block-by-block code cost what it
 holds.
 """
 import torch

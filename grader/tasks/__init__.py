@@ -28,21 +28,6 @@ ENTRY_POINT_GROUP = "attn_grader.tasks"
 
 
 @dataclass
-class Fingerprint:
-    """How ``forbidden.runtime`` recognises torch's fused kernel in this task's outputs.
-
-    ``sample(ctx, dtype)`` draws the arguments of an ordinary call on which the kernel applies;
-    ``builtin(args, kwargs)`` lists the kernel's outputs on them, one per way torch computes the
-    task with it (empty, or None entries, where it does not apply); ``plain(args, kwargs)`` lists
-    plain formulas that may round like it (where one does, nothing is proved). Outputs are tensors,
-    or tuples of them for a task that returns several (``grader/checks/fingerprint.py``).
-    """
-    sample: Callable
-    builtin: Callable
-    plain: Callable
-
-
-@dataclass
 class Grading:
     """What ``Task.build`` returns: the checks (in report order) and the fingerprint, if any.
 
@@ -50,10 +35,14 @@ class Grading:
     fixed here so that every check runs after what it needs, whatever order the list gives.
     """
     checks: list
-    fingerprint: Fingerprint | None = None
     # (args, kwargs) of one call -> {axis: [edges of Task.input_space it stands on]}
     # (grader/checks/input_space.py); None: the task declares no input space
     describe: Callable | None = None
+    fingerprint: object = None   # a checks.fingerprint.Fingerprint (the task folder's fingerprint.py), if any
+    bugs: object = None          # a checks.bugs.Catalogue (the task folder's bugs.py); None: attention's
+    # wrong_outputs(args, kwargs) -> (right output, {bug key: output with that bug}), in float64: how the
+    # catalogue's bugs show on one call (``attn-grader tasks validate`` proves each one reachable)
+    wrong_outputs: object = None
 
     def __post_init__(self):
         self.checks = ordered_by_needs(self.checks)
@@ -68,6 +57,29 @@ def with_common_checks(own: list, *, post: tuple = ()) -> list:
     return [Check("forbidden.static", forbidden.static_check), *own,
             Check("inputs.unchanged", properties.inputs_unchanged), *post,
             Check("forbidden.runtime", forbidden.runtime_check, post=True)]
+
+
+class Edges:
+    """An input space written as predicates, for a task whose edges are easiest said that way:
+    ``{axis: {edge: predicate(args, kwargs) -> bool}}``. ``names`` is what ``Task.input_space``
+    declares; the object itself is the task's ``Grading.describe`` (the edges one call stands on,
+    recorded for every call and reported as ``drawn``: grader/checks/input_space.py)."""
+
+    def __init__(self, space: dict):
+        self.space = space
+        self.names = {axis: tuple(edges) for axis, edges in space.items()}
+
+    def __call__(self, args, kwargs) -> dict:
+        out = {}
+        for axis, edges in self.space.items():
+            for edge, holds in edges.items():
+                try:
+                    met = bool(holds(args, kwargs))
+                except Exception:  # a call of another shape (a gradient case, say): not this edge
+                    met = False
+                if met:
+                    out.setdefault(axis, []).append(edge)
+        return out
 
 
 def ordered_by_needs(checks: list) -> list:
@@ -114,6 +126,12 @@ class Task:
     # axis -> its edge values, the inputs the spec says the function must handle and where real
     # bugs live; every edge is met by a scored case (Grading.describe says which a call meets)
     input_space: dict = field(default_factory=dict)
+    # What `attn-grader tasks validate` proves the task against (grader/validate.py):
+    skill: str = ""                 # what the exercise teaches; shortcuts/skill.py skips it and must fail
+    budget: float = 3.0             # CPU of one grading, at most this many times sdpa's in the same run
+    # Families that test one idea (name -> families): a bug is charged in each of them where it shows,
+    # not once (grader/causes.py); other families keep the knock-on refund.
+    concepts: dict = field(default_factory=dict)
     _grading: Grading | None = field(default=None, repr=False, compare=False)
 
     def _built(self) -> Grading:
@@ -129,15 +147,38 @@ class Task:
         return self._built().checks
 
     @property
-    def fingerprint(self) -> Fingerprint | None:
+    def bugs(self):
+        """The task's bug catalogue (``grader/checks/bugs.py``): its named bugs' sentences and families."""
+        bugs = self._built().bugs
+        if bugs is None:
+            from ..checks.variants import ATTENTION
+            return ATTENTION
+        return bugs
+
+    @property
+    def fingerprint(self):
         return self._built().fingerprint
 
     @property
     def describe(self) -> Callable | None:
         return self._built().describe
 
+    @property
+    def folder(self) -> str:
+        """The task's folder (``grader/tasks/<id>/``): its spec, template and corpus lie there."""
+        return os.path.dirname(os.path.abspath(self.home))
+
+    @property
+    def corpus(self) -> str:
+        """Its corpus: ``corpus/correct/*.py`` and ``corpus/buggy/*.py`` (each starting ``# expect: <family>``)."""
+        return os.path.join(self.folder, "corpus")
+
     def _file(self, suffix: str) -> str:
-        return os.path.join(os.path.dirname(os.path.abspath(self.home)), f"{self.id}{suffix}")
+        # spec.md, spec.ru.md, template.py.tmpl in the task's folder; a task written as one module
+        # (the layout before folders) keeps <id>.md and <id>_template.py.tmpl next to it.
+        name = {".md": "spec.md", "_template.py.tmpl": "template.py.tmpl"}.get(suffix, f"spec{suffix}")
+        path = os.path.join(self.folder, name)
+        return path if os.path.exists(path) else os.path.join(self.folder, f"{self.id}{suffix}")
 
     @property
     def spec_markdown(self) -> str:

@@ -35,12 +35,15 @@ def mistake(message: str) -> str:
     return _NUMBER.sub("…", message).strip()[:200]
 
 
-def bug_sentence(name: str):
-    """A named bug's sentence (a grader ``T``, rendered in the reader's language by the page);
-    None for a name the grader does not know (a report from another grader version)."""
-    from grader.checks.variants import explain
+def bug_sentence(name: str, task_id: str | None = None):
+    """A named bug's sentence in the task's own catalogue (a grader ``T``, rendered in the reader's
+    language by the page); None for a name the grader does not know (a report from another grader
+    version). A task the grader does not know explains attention's bugs only."""
+    from grader.checks.variants import ATTENTION
+    from grader.tasks import registry
 
-    return explain(name) or None
+    task = registry().get(task_id) if task_id else None
+    return (task.bugs if task is not None else ATTENTION).explain(name) or None
 
 
 def _selects(assignment: Assignment):
@@ -59,8 +62,8 @@ def _selects(assignment: Assignment):
     return counted, Result.submission_id.in_(newest_subs)
 
 
-def _group(diagnosis: str | None, message: str) -> tuple[str, str]:
-    if diagnosis and bug_sentence(diagnosis):
+def _group(diagnosis: str | None, message: str, task_id: str | None) -> tuple[str, str]:
+    if diagnosis and bug_sentence(diagnosis, task_id):
         return ("bug", diagnosis)
     return ("message", mistake(message))
 
@@ -86,14 +89,14 @@ def check_failure_rates(session: Session, assignment: Assignment) -> list[dict]:
             StoredCheck.check_id, StoredCheck.message, diagnosis, is_latest, func.count())
             .where(failed, StoredCheck.message != "")
             .group_by(StoredCheck.check_id, StoredCheck.message, diagnosis, is_latest)):
-        key = _group(named, message)
+        key = _group(named, message, assignment.task_id)
         groups[check_id][key] += n
         examples[(check_id, key)][message] += n
         if latest and key[0] == "bug":
             named_latest[check_id] += n
     out = []
     for check_id, total_all, failed_all, students, failed_latest, order, max_points in rows:
-        common = [{"bug": bug_sentence(value) if kind == "bug" else None,
+        common = [{"bug": bug_sentence(value, assignment.task_id) if kind == "bug" else None,
                    "example": examples[(check_id, (kind, value))].most_common(1)[0][0], "count": n}
                   for (kind, value), n in groups[check_id].most_common(SHOWN_GROUPS)]
         out.append({
@@ -144,12 +147,12 @@ def common_bugs(session: Session, assignment: Assignment) -> dict:
     for user_id, check_id, named in session.execute(counted(
             Submission.user_id, StoredCheck.check_id, diagnosis)
             .join(Submission, Submission.id == Result.submission_id).where(failing)):
-        if named and bug_sentence(named):
+        if named and bug_sentence(named, assignment.task_id):
             by_bug[named].add(user_id)
             checks[named][check_id] += 1
         else:
             unexplained.add(user_id)
-    bugs = [{"name": name, "bug": bug_sentence(name), "students": len(users),
+    bugs = [{"name": name, "bug": bug_sentence(name, assignment.task_id), "students": len(users),
              "checks": [c for c, _ in checks[name].most_common()]}
             for name, users in sorted(by_bug.items(), key=lambda item: (-len(item[1]), item[0]))]
     return {"bugs": bugs, "unexplained": len(unexplained), "students": students}
