@@ -26,8 +26,9 @@ STUDENT, INSTRUCTOR = "ada@example.org", "prof@example.org"
 TASKS = ("sdpa", "mha", "causal", "tiled", "decoder")
 CORPUS = ROOT / "grader" / "tasks" / "sdpa" / "corpus"
 WRONG_FILE, CORRECT_FILE = CORPUS / "buggy" / "scale_constant_64.py", CORPUS / "correct" / "einsum.py"
-# the kinds the course's quiz lacks, added so that every kind's inputs and review are audited:
-# a grid matrix, a single entry, a shape, a big-O, code lines to order, several right options
+# questions of every kind, added where the course's quiz lacks them so that every kind's inputs and
+# review are audited: a grid matrix, a single entry, a shape, a big-O, code lines to order, several
+# right options (the chapter quiz now has some of them; a question twice in a quiz is not allowed)
 MORE_KINDS = ["hand-attention-output", "hand-causal-weight", "split-heads-shape",
               "self-attention-cost-big-o", "attention-code-lines", "multi-head-facts"]
 
@@ -71,7 +72,8 @@ def site(server):
     base = server["base"]
     with Session(server["engine"]) as session:
         quiz = session.query(Assignment).filter_by(slug="quiz").one()
-        quiz.question_ids = list(quiz.question_ids) + MORE_KINDS
+        quiz.question_ids = list(quiz.question_ids) + [qid for qid in MORE_KINDS
+                                                       if qid not in quiz.question_ids]
         session.commit()
     student = _context(server).new_page()
     sign_in(student, base, STUDENT, PASSWORD)

@@ -53,7 +53,7 @@ def test_an_attempt_is_graded_per_answer_and_totalled(quiz):
     assert [q["question_id"] for q in shown] == QUESTIONS and shown[0]["question"]
     with pytest.raises(quizzes.QuizError, match="not one of this question's"):
         quizzes.answer_question(session, attempt, "masking-value", "not-an-option")
-    with pytest.raises(quizzes.QuizError, match="as a number"):
+    with pytest.raises(quizzes.QuizError, match="is not a number"):  # the localised hint (P2)
         quizzes.answer_question(session, attempt, "head-dimension", "sixty-four")
     assert all(not a.tries for a in attempt.answers)  # unreadable answers are not tries
     right = quizzes.answer_question(session, attempt, "head-dimension",

@@ -154,12 +154,13 @@ def test_submit_uses_the_remembered_server_and_prints_the_result_page(service, t
         run = subprocess.run([*CLI, "submit", str(good), "--task", "sdpa"], env=env, cwd=ROOT,
                              capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, run.stderr
-        assert f"result: {url}/submissions/" in run.stderr
+        assert re.search(rf"result: {re.escape(url)}/s/[0-9a-f]{{16}}\b", run.stderr), run.stderr
         assert "score 10/10" in " ".join(run.stdout.split())
 
         run = subprocess.run([*CLI, "submit", str(good), "--task", "sdpa", "--no-wait"],
                              env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
-        assert run.returncode == 0 and f"result: {url}/submissions/" in run.stdout
+        assert run.returncode == 0 and re.search(rf"result: {re.escape(url)}/s/[0-9a-f]{{16}}\b",
+                                                 run.stdout), run.stdout
 
         run = subprocess.run([*CLI, "submit", str(good), "--task", "sdpa", "--token", "wrong"],
                              env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)

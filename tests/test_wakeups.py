@@ -11,7 +11,7 @@ import threading
 import time
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import create_engine, select
 
 from service_support import ROOT, fake_grade, make_config, wait_until
 from web import create_app
@@ -288,10 +288,14 @@ def test_an_idle_broker_worker_looks_for_work_often(monkeypatch, tmp_path):
 
     monkeypatch.setattr(dramatiq, "Worker", FakeWorker)
     config = make_config(tmp_path, BROKER_URL="stub://")
-    worker = GradingWorker(None, config, grade_fn=fake_grade, name="broker")
+    # a worker always has its database (its scores go to the LMS passback outbox): an engine
+    # that is never connected here, the broker's messages being faked
+    engine = create_engine(config["DATABASE_URL"])
+    worker = GradingWorker(engine, config, grade_fn=fake_grade, name="broker")
     stop = threading.Event()
     stop.set()
     worker.run_dramatiq(["cpu"], stop)
+    engine.dispose()
     assert started == [(1, 30, 2)]  # idle consumers wait at most 30 ms; the next job prefetched
 
 

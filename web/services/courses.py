@@ -39,6 +39,7 @@ BUILT_IN_TITLES = {
     "Multi-head attention": _l("Multi-head attention"),
     "Attention backward pass by hand": _l("Attention backward pass by hand"),
     "Decoder attention over a padded batch": _l("Decoder attention over a padded batch"),
+    "One decoding step with a key/value cache": _l("One decoding step with a key/value cache"),
     "Tiled attention with an online softmax": _l("Tiled attention with an online softmax"),
     QUIZ_TITLE: _l("Self-check quiz"),
 }

@@ -204,12 +204,18 @@ class AnswerRefused(QuizError):
     reader's language, says how to write it."""
 
 
-def format_hint(question, answer) -> str:
+def format_hint(question, answer, error: Exception | None = None) -> str:
     """Why a typed answer could not be read, in the interface's language.
 
     The bank's parsers explain in English; a student reads the rule for the question's kind,
-    with an example that is a format and never this question's key."""
+    with an example that is a format and never this question's key. An answer that names no
+    option of a choice question (a forged or stale form) is told so, not that it is no number;
+    the other kinds keep the parser's own explanation (``error``)."""
     typed = answer if isinstance(answer, str) else ""
+    if question.kind in ("single", "multiple", "ordering", "matching"):
+        return gettext("This answer is not one of this question's options: choose among those shown.")
+    if question.kind not in ("numeric", "matrix", "shape", "big_o") and error is not None:
+        return str(error)
     if question.kind == "shape":
         return gettext("“%(answer)s” is not a shape: write the sizes in brackets, separated by commas, "
                        "such as (3, 5) for a 3 × 5 matrix.", answer=typed)
@@ -250,8 +256,8 @@ def answer_question(session: Session, attempt: QuizAttempt, question_id: str, an
                                max_code_bytes)
     try:
         result = grade_answer(question, row.seed, answer, lang or attempt.lang)
-    except AnswerFormatError:
-        raise AnswerRefused(format_hint(question, answer)) from None
+    except AnswerFormatError as exc:
+        raise AnswerRefused(format_hint(question, answer, exc)) from None
     tried = QuizTry(number=len(row.tries) + 1, answer=answer, status="pending",
                     max_points=float(result.max_points), created_at=now)
     row.tries.append(tried)

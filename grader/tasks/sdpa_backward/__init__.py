@@ -3,7 +3,7 @@ from .. import Grading, Task, with_common_checks
 
 # The families whose points rest on the gradients coming from a backward pass (grad.at_scale, which
 # has no points of its own: it only shows that they do).
-GRADIENT_FAMILIES = ("output", "dtype", "jacobian", "scale", "mask", "causal")
+GRADIENT_FAMILIES = ("output", "dtype", "jacobian", "scale", "mask", "causal", "stability")
 # The backward by hand is the task: unless grad.at_scale shows one, nothing scores, not even loading
 # and the bans (finite differences of a forward kept those 20 points).
 GATED_FAMILIES = GRADIENT_FAMILIES + ("inputs", "forbidden", "load")
