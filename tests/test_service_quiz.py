@@ -102,3 +102,14 @@ def test_attempt_limits_apply_to_quizzes(quiz):
         quizzes.start_attempt(session, people["ada"], assignment, secret=SECRET)
     with pytest.raises(quizzes.QuizError, match="not a quiz"):
         quizzes.start_attempt(session, people["ada"], find_assignment(session, "sdpa"), secret=SECRET)
+
+
+def test_a_question_listed_twice_is_asked_once(quiz):
+    """A quiz whose list names a question twice (an import or a script wrote it) still starts: one
+    answer per question, in the place of its first mention."""
+    session, assignment, people = quiz
+    assignment.question_ids = [QUESTIONS[0], QUESTIONS[1], QUESTIONS[0]]
+    session.commit()
+    attempt = quizzes.start_attempt(session, people["ada"], assignment, secret=SECRET)
+    session.commit()
+    assert [a.question_id for a in sorted(attempt.answers, key=lambda a: a.position)] == QUESTIONS[:2]

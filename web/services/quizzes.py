@@ -164,9 +164,11 @@ def start_attempt(session: Session, user: User, assignment: Assignment,
     attempt = QuizAttempt(assignment=assignment, user=user, lang=lang, started_at=now)
     key = student_key(user, used + 1)
     bank = question_bank()
+    placed = set()
     for position, qid in enumerate(assignment.question_ids or []):
-        if qid not in bank:
-            continue  # a question removed from the bank after the quiz was set up
+        if qid not in bank or qid in placed:
+            continue  # removed from the bank after the quiz was set up, or listed twice (one answer each)
+        placed.add(qid)
         attempt.answers.append(QuizAnswer(
             question_id=qid, position=position, seed=variant_seed(key, qid, secret),
             max_points=bank.get(qid).points))
