@@ -16,6 +16,8 @@ CORPUS = Path(__file__).resolve().parent.parent / "grader" / "tasks" / "sdpa" / 
 FILES = {  # file -> whether its cost grows like a loop
     CORPUS / "correct" / "matmul_softmax.py": False,    # the textbook two matmuls and a softmax
     CORPUS / "correct" / "loop_rows.py": True,          # one query row at a time
+    # vectorised, but in float16, which a CPU computes more slowly per element: heavier, not a loop
+    CORPUS / "buggy" / "float16_cast_back.py": False,
 }
 BATCH_LOOP = '''import math
 import torch
@@ -41,8 +43,8 @@ def sources():
 def test_the_same_verdict_idle_and_with_both_cores_busy(sources):
     idle = {name: _speed(source) for name, source in sources.items()}
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
-    try:  # one file of each verdict again, with every core busy
-        busy = {name: _speed(sources[name]) for name in ("matmul_softmax.py", "loop_rows.py")}
+    try:  # one file of each verdict, and the heavier vectorised one, again with every core busy
+        busy = {name: _speed(sources[name]) for name in ("matmul_softmax.py", "loop_rows.py", "float16_cast_back.py")}
     finally:
         for spinner in spinners:
             spinner.kill()
@@ -97,7 +99,9 @@ def test_a_row_loop_under_a_steady_per_call_cost_is_still_named():
     verdict rests on the parent's reading of the child's CPU time, never on the child's clock."""
     check = _speed(PADDED_ROW_LOOP)
     assert not check["passed"] and check["details"]["clock"] == "cpu", check["details"]
-    assert "Python loop over the queries or the keys" in check["message"], check["message"]
-    assert "compute every query and key at once" in check["message"]
+    # the rows are named; the heads may be named too: in the child, under this clock, the call
+    # on 128 heads measured up to 22 ms over the tiny one (the function alone: 0.1 ms) and the
+    # verdict rests on what is measured, not on what the source looks like
+    assert "with 128 queries and keys instead of 4" in check["message"], check["message"]
     assert "steady" in check["message"], check["message"]
 

@@ -48,15 +48,18 @@ def _inputs(ctx, three_d: bool):
 
 def _timed(ctx, call):
     """``call(q, k, v, g)`` on 4-D inputs, and on 3-D ones where the 4-D call raised (a file may handle
-    one layout only): (result, inputs). A call past the budget (or that never answers) fails here; an
-    exception is the function's own, reported (and diagnosed) as in any check. Nothing measured goes
+    one layout only): (result, inputs). A call past the budget, out of memory, or that never answers
+    fails here; any other exception is the function's own, reported (and diagnosed) as in any check. Nothing measured goes
     into the details: the same code gets the same report on an idle and a busy host."""
     for three_d in (False, True):
         inputs = _inputs(ctx, three_d)
         try:
             return call(*inputs), inputs
         except StudentFailure as exc:
-            if exc.unanswered:
+            # out of memory at this size is its cost, like time: numerical differentiation batched
+            # into large blocks runs out of memory before it runs out of time (the same file meets
+            # either first, by how much memory the host has left)
+            if exc.unanswered or exc.out_of_memory:
                 late = exc.error.kind == "timeout"
                 raise Fail(_failure(T("your gradients did not come back in time") if late else exc.describe()),
                            {"timed_out": late, **_size()}) from None

@@ -40,6 +40,15 @@ class StudentFailure(Exception):
         opposed to the function raising an exception."""
         return self.error.kind in ("crash", "timeout", "memory", "protocol")
 
+    @property
+    def out_of_memory(self) -> bool:
+        """The child ran out of memory, or the function raised for an allocation its limit refused
+        (torch's allocator raises a RuntimeError naming the errno's text, Python a MemoryError)."""
+        e = self.error
+        return e.kind == "memory" or (e.kind == "exception" and (
+            e.exc_type == "MemoryError" or "can't allocate memory" in (e.message or "").lower()
+            or "cannot allocate memory" in (e.message or "").lower()))
+
     def describe(self) -> str:
         e = self.error
         during = T(" ({during})", during=self.during) if self.during else ""
