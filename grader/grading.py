@@ -1,5 +1,7 @@
 """Grade one submission: load it in a sandboxed child, run the task's checks, score them.
 
+The checks give verdicts; points are decided once, afterwards, by ``grader/scoring.py``.
+
 ``grade_source`` is the one entry point (CLI, web service and tests all use it). The
 parent generates every input from a seeded generator (a secret per-run seed on the
 server, a public one for the local pre-check), computes the references and every
@@ -16,13 +18,14 @@ from dataclasses import dataclass, field
 from . import GRADER_VERSION, bounded
 from .checks.base import Context, Fail, StudentFailure, clean_traceback
 from .source import foreign_coding, submission_text
-from .causes import charge_once, summary
+from .causes import summary
 from .jsonsafe import json_safe
 from .checks.fingerprint import fresh_samples, kernel_output
 from .checks.diagnosis import name_the_rest
 from .checks.input_space import drawn_edges
 from .i18n import T, entry
 from .sandbox import SandboxSession
+from .scoring import Facts, gate_closed, score
 from .tasks import Task, registry
 
 CHECK_SECONDS = 8.0   # per-check budget of the student's own time (no waits for a core); one slow check fails alone
@@ -32,6 +35,7 @@ CRASH_LIMIT = 6       # crashes/timeouts after which the remaining checks are no
 
 @dataclass
 class CheckResult:
+    """One check's verdict; ``points`` stays 0 until ``scoring.score`` decides it."""
     id: str
     passed: bool
     points: int
@@ -68,12 +72,8 @@ class GradeReport:
     causes: list = field(default_factory=list)   # root causes, each charged once (grader/causes.py)
     drawn: dict = field(default_factory=dict)    # axis -> declared edges a scored case met (checks/input_space.py)
     # Which scoring rule moved which check's points, in the order applied: {"rule", "check", "points"
-    # (the change), ...} (see ``moved``): load, detected, unverified, not_shown, knock_on, concept, gate.
+    # (the change), ...}: load, detected, unverified, not_shown, knock_on, concept, gate (grader/scoring.py).
     rules: list = field(default_factory=list)
-
-    def moved(self, rule: str, check, points: int, **why) -> None:
-        if points or rule == "concept":
-            self.rules.append({"rule": rule, "check": check.id, "points": points, **why})
 
     @property
     def score(self) -> int:
@@ -182,20 +182,17 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
     secret = server_seed if server_seed is not None else (seed if seed is not None else secrets.randbits(62))
     total = 3 + len(t.checks)
 
-    def add(check_id, passed, message, details=None):
-        report.checks.append(CheckResult(check_id, passed, max_points.get(check_id, 0) if passed else 0,
-                                         max_points.get(check_id, 0), message, details or {}))
+    def add(check_id, passed, message, details=None):  # a verdict: its points are scoring.score's
+        report.checks.append(CheckResult(check_id, passed, 0, max_points.get(check_id, 0), message, details or {}))
 
     def fail_load(check_id, message, details=None):
         add(check_id, False, message, details)
         report.error = message
-        for c in report.checks:  # a file that cannot be loaded scores 0, whatever passed before
-            report.moved("load", c, -c.points)
-            c.points = 0
         done = {c.id for c in report.checks}
         for cid in ["load.source", "load.import", "load.signature"] + [c.id for c in t.checks]:
             if cid not in done:
                 add(cid, False, T("skipped: the submission could not be loaded"), {"skipped": True})
+        _score(report, t, Facts(loaded=False))
         report.timings["total_s"] = round(time.monotonic() - started, 3)
         return report
 
@@ -246,15 +243,15 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         if problem:
             return _finish(report, session, fail_load("load.signature", problem, {"parameters": loaded.params}))
         add("load.signature", True, T("the signature accepts every argument the task passes"))
-        _run_checks(report, session, t, secret, device, add, progress, total, smallest=only is not None,
-                    observe=observe)
+        facts = _run_checks(report, session, t, secret, device, add, progress, total, smallest=only is not None,
+                            observe=observe)
         if only is not None and all(c.passed for c in report.checks if c.id == only):
             # the smallest case passes: show the check at its ordinary sizes instead
             report.checks = [c for c in report.checks if c.id.startswith("load.")]
-            report.rules = []
-            _run_checks(report, session, t, secret, device, add, progress, total)
+            facts = _run_checks(report, session, t, secret, device, add, progress, total)
         if t.gpu_suite and str(device).startswith("cuda"):
             add_gpu_suite(report, session, device, secret)
+        _score(report, t, facts)
         _finish(report, session, report)
     report.timings["total_s"] = round(time.monotonic() - started, 3)
     return report
@@ -326,6 +323,15 @@ def _clip(text: str, limit: int = 4000) -> str:
     return text[: limit - 600] + f"\n[… {len(text) - limit + 100:,} characters not shown …]\n" + text[-500:]
 
 
+def _score(report, t, facts) -> None:
+    """The one scoring pass (grader/scoring.py) over the verdicts the run recorded."""
+    scored = score(report.checks, t, facts)
+    report.checks, report.causes, report.rules = scored.checks, scored.causes, scored.rules
+    for c in report.checks:
+        if not c.passed and c.max_points and not c.details.get("skipped") and not c.id.startswith("load."):
+            c.details["reproduce"] = f"attn-grader check FILE --task {t.id} --only {c.id}"
+
+
 def _finish(report, session, result):
     report.student_stdout, report.student_stderr = _clip(session.stdout), _clip(session.stderr)
     # What the limits charged: the child's time, less its waits for a busy core (sandbox/waiting.py).
@@ -333,10 +339,6 @@ def _finish(report, session, result):
     return result
 
 
-# Families that pay only once the output checks show the function computes attention (a
-# function returning zeros or the mean of the values has rows that sum to 1, is batch-
-# independent and has consistent gradients, and must not earn those points).
-UNGATED = ("load", "forbidden", "output")
 # The checks that read the source without running it: what they find the run must confirm.
 STATIC_SCANS = ("forbidden.static", "forbidden.autograd_source")
 
@@ -420,31 +422,6 @@ def _unconfirmed_static(report) -> None:
                            "matched torch's kernels, so only this check's points are lost)")
 
 
-def _apply_gates(report, t) -> None:
-    """A check that gates families (``Check.gates``) and failed for no named bug leaves them nothing,
-    knock-ons of a named bug included: what they check cannot be credited without what it shows. A
-    gate may have no points of its own (``weight=0``): its failure shows in the checks it gates."""
-    verdicts = {c.id: c for c in report.checks}
-    gates = {}
-    for check in t.checks:
-        if check.gates and check.id in verdicts and _gate_closed(verdicts[check.id]):
-            for family in check.gates:
-                gates.setdefault(family, check.id)
-    for c in report.checks:
-        gate = gates.get(c.id.split(".")[0])
-        if gate and c.id != gate and c.points:  # passed, or a knock-on given its points back
-            report.moved("gate", c, -c.points, gate=gate)
-            c.points, c.passed = 0, False
-            c.details.pop("because_of", None)
-            c.message = T("not scored: these points rest on {check}, which did not pass ({message})", check=gate,
-                          message=c.message)
-
-
-def _gate_closed(result) -> bool:
-    """A gating check failed for no named bug (a named bug's failure is that bug's, charged once)."""
-    return not result.passed and not result.details.get("diagnosis")
-
-
 def _run_checks(report, session, t, seed, device, add, progress, total, smallest=False, observe=None):
     ctx = Context(session, t, seed, device, CHECK_SECONDS, smallest=smallest, observe=observe)
     checks_started = time.monotonic()
@@ -472,7 +449,7 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
                 {"skipped": True})
             continue
         gate = next((g for g in gates if check.family in gates[g]), None)
-        if gate and check.id != gate and any(c.id == gate and _gate_closed(c) for c in report.checks):
+        if gate and check.id != gate and any(c.id == gate and gate_closed(c) for c in report.checks):
             add(check.id, False, T("skipped: these points rest on {check}, which did not pass", check=gate),
                 {"skipped": True})
             continue
@@ -489,35 +466,12 @@ def _run_checks(report, session, t, seed, device, add, progress, total, smallest
         if progress:
             progress(check.id, 3 + len(main) + i, total)
         _run_one(ctx, check, add, per_check)
-    post_ids = {c.id for c in post}
     _unconfirmed_static(report)
-    verdict = [c for c in report.checks if c.id.startswith("forbidden.")]
-    detected = any(c.details.get("detected") for c in verdict)
-    unverified = any(c.id in post_ids and not c.passed for c in report.checks)
-    shown = _attention_shown(report, ctx)
-    for c in report.checks:
-        family = c.id.split(".")[0]
-        if family == "load" or not c.points:
-            continue
-        if detected and (family != "forbidden" or c.passed):
-            report.moved("detected", c, -c.points)
-            c.points = 0
-            c.message += T(" (not scored: built-in attention was used or the grader was tampered with)")
-        elif unverified and c.id not in post_ids:
-            report.moved("unverified", c, -c.points)
-            c.points = 0
-            c.message += T(" (not scored: the run-time check could not verify that no built-in attention ran)")
-        elif not shown and family not in UNGATED:
-            report.moved("not_shown", c, -c.points)
-            c.points = 0
-            c.message += T(" (not scored: this property holds for functions that are not attention too, and "
-                           "none of your output checks shows attention)")
-    if not detected and not unverified and shown:
-        report.causes = charge_once(report.checks, t.points, t.bugs, t.concepts, moved=report.moved)
-    _apply_gates(report, t)
-    for c in report.checks:
-        if not c.passed and c.max_points and not c.details.get("skipped") and not c.id.startswith("load."):
-            c.details["reproduce"] = f"attn-grader check FILE --task {t.id} --only {c.id}"
+    post_ids = frozenset(c.id for c in post)
+    facts = Facts(detected=any(c.details.get("detected") for c in report.checks if c.id.startswith("forbidden.")),
+                  unverified=any(c.id in post_ids and not c.passed for c in report.checks),
+                  shown=_attention_shown(report, ctx), post=post_ids)
     report.drawn = drawn_edges(t, ctx.drawn, {c.id for c in report.checks if c.max_points})
     report.timings.update({"checks_s": round(time.monotonic() - checks_started, 3), "calls": ctx.calls,
                            "per_check_s": per_check})
+    return facts
