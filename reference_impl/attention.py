@@ -106,3 +106,16 @@ def sdpa_float64(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | 
     up = lambda t: None if t is None else (t.double() if t.is_floating_point() else t)
     return scaled_dot_product_attention(up(query), up(key), up(value), up(attn_mask),
                                         is_causal=is_causal, scale=scale)
+
+
+def attention_backward(query: Tensor, key: Tensor, value: Tensor, grad_out: Tensor,
+                       scale: float | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """(dQ, dK, dV) of unmasked attention in float64, from the formulas alone (no autograd graph):
+    P = softmax(s·QKᵀ), dV = Pᵀ·dO, dP = dO·Vᵀ, dS = P ⊙ (dP − rowsum(dP ⊙ P)), dQ = s·dS·K,
+    dK = s·dSᵀ·Q. Cheaper than autograd through the forward where the inputs are large."""
+    q, k, v, g = query.double(), key.double(), value.double(), grad_out.double()
+    s = 1 / math.sqrt(q.size(-1)) if scale is None else scale
+    p = torch.softmax(q @ k.transpose(-2, -1) * s, dim=-1)        # (..., L, S)
+    dp = g @ v.transpose(-2, -1)                                   # (..., L, S)
+    ds = p * (dp - (dp * p).sum(-1, keepdim=True))                 # the softmax's Jacobian, row by row
+    return s * (ds @ k), s * (ds.transpose(-2, -1) @ q), p.transpose(-2, -1) @ g

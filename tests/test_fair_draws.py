@@ -89,15 +89,15 @@ def test_every_declared_edge_is_met_by_a_scored_case(task_id):
 
 
 def test_the_issue_s_four_edges_are_described_from_the_inputs():
-    from grader.checks import input_space
+    from grader.tasks import TASKS
     big = torch.full((1, 2, 3), 30.0, dtype=torch.float64)
-    assert "float64 above 709.8" in input_space.sdpa((big, big, big), {})["logits"]
+    assert "float64 above 709.8" in TASKS["sdpa"].describe((big, big, big), {})["logits"]
     huge = big * 1e20
-    assert "float64 beyond float32's range" in input_space.sdpa_backward((huge, huge, big, big), {})["logits"]
+    assert "float64 beyond float32's range" in TASKS["sdpa_backward"].describe((huge, huge, big, big), {})["logits"]
     t, m = torch.zeros(2, 5, 3), torch.zeros(2, 4, 3)
-    described = input_space.decoder_attention((t, m, torch.tensor([4, 2]), torch.tensor([3, 1])), {})
+    described = TASKS["decoder_attention"].describe((t, m, torch.tensor([4, 2]), torch.tensor([3, 1])), {})
     assert described["target padding"] == ["no full-length row"]
     assert described["memory padding"] == ["no full-length row", "a length of 1"]
     q = torch.zeros(1, 41, 4)
-    assert input_space.tiled_attention((q, q[:, :20], q[:, :20], 8), {})["query tiles"] == \
+    assert TASKS["tiled_attention"].describe((q, q[:, :20], q[:, :20], 8), {})["query tiles"] == \
         ["ragged last query tile, L > 32"]

@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import torch
 
-from ..tasks.sdpa_backward import checks as backward
-from ..tasks.sdpa_backward.bugs import closed_form
+from reference_impl import attention_backward
 from .base import Fail, StudentFailure
 from .gradients import SDPA_NAMES, explained_by_known_bug
 from .tolerance import GRAD_FLOOR_FACTOR, GRAD_MULTIPLIER, allowance, compare
-from .tuples import parts_failure
 from .variants import sdpa_variants
 from ..i18n import T
 
@@ -36,7 +34,7 @@ BATCH, HEADS, LENGTH, WIDTH = 2, 4, 24, 512
 SECONDS = 2.0   # the child's own time for one call; the slowest honest code measured takes 0.08 s (24x)
 
 
-def _size():
+def size():
     return dict(bh=BATCH * HEADS, n=LENGTH, e=WIDTH, budget=SECONDS,
                 passes=2 * 3 * BATCH * HEADS * LENGTH * WIDTH)
 
@@ -46,11 +44,12 @@ def _inputs(ctx, three_d: bool):
     return [ctx.inputs.randn(*shape, LENGTH, WIDTH, dtype=torch.float64) for _ in range(4)]
 
 
-def _timed(ctx, call):
+def timed(ctx, call):
     """``call(q, k, v, g)`` on 4-D inputs, and on 3-D ones where the 4-D call raised (a file may handle
     one layout only): (result, inputs). A call past the budget, out of memory, or that never answers
-    fails here; any other exception is the function's own, reported (and diagnosed) as in any check. Nothing measured goes
-    into the details: the same code gets the same report on an idle and a busy host."""
+    fails here; any other exception is the function's own, reported (and diagnosed) as in any check.
+    Nothing measured goes into the details: the same code gets the same report on an idle and a busy
+    host."""
     for three_d in (False, True):
         inputs = _inputs(ctx, three_d)
         try:
@@ -61,71 +60,50 @@ def _timed(ctx, call):
             # either first, by how much memory the host has left)
             if exc.unanswered or exc.out_of_memory:
                 late = exc.error.kind == "timeout"
-                raise Fail(_failure(T("your gradients did not come back in time") if late else exc.describe()),
-                           {"timed_out": late, **_size()}) from None
+                raise Fail(failure(T("your gradients did not come back in time") if late else exc.describe()),
+                           {"timed_out": late, **size()}) from None
             if three_d:
                 raise
     raise AssertionError("unreachable")
 
 
-def _failure(problem) -> T:
+def failure(problem) -> T:
     return T("{problem} at B·H = {bh}, L = S = {n}, E = Ev = {e}, where a backward written by hand takes well "
              "under a second (the budget is {budget:g} s of your function's own time; waits for a busy "
              "processor do not count). This size is graded because numerical differentiation of your forward "
              "gives the same values as a backward pass and only its cost tells them apart ({passes:,} forward "
              "passes here); until your gradients come back here in time, the checks on them score nothing",
-             problem=problem, **_size())
+             problem=problem, **size())
 
 
-def _passed() -> T:
+def passed() -> T:
     return T("your gradients come back in time at B·H = {bh}, L = S = {n}, E = Ev = {e} (budget {budget:g} s of "
              "your function's own time): this size is graded because numerical differentiation of your forward "
              "({passes:,} forward passes here) could not finish in it, and values alone cannot tell it from a "
-             "backward pass", **_size())
+             "backward pass", **size())
 
 
-def _unproven(name, cmp) -> Fail:
+def unproven(name, cmp) -> Fail:
     """Right on small inputs, wrong here, and no known bug explains it."""
-    return Fail(_failure(T("your {name} is right on small inputs but not here ({comparison})", name=name,
-                           comparison=cmp.describe())), {"input": name, **_size(), **cmp.details()})
-
-
-def backward_task(ctx):
-    """``sdpa_backward``: the student's (dQ, dK, dV), judged where the output checks found them right (or
-    wrong by a named bug, which is then a knock-on here)."""
-    what = T("gradients at scale")
-    result, (q, k, v, g) = _timed(ctx, lambda *t: ctx.call(*t, during=what, seconds=SECONDS, trace=False))
-    parts = backward.judged_parts(ctx)
-    if not parts:  # nothing was right on small inputs: only the time is judged here
-        ctx.tuple_out(result, [q.shape, k.shape, v.shape], backward.NAMES, what)
-        return _passed(), _size()
-    # A gradient wrong here may only be wrong as the output checks found it (the one bug named there;
-    # at this size the whole catalogue would cost the parent seconds).
-    _, _, failures = backward.assess(ctx, result, (q, k, v, g, None, False, None), what, parts,
-                                     only=backward.named_bugs(ctx))
-    named = [f for f in failures if f[1]]
-    if named:
-        raise parts_failure(what, named, explain=backward.SPEC.explain)
-    if failures:
-        raise _unproven(failures[0][0], failures[0][3])
-    return _passed(), _size()
+    return Fail(failure(T("your {name} is right on small inputs but not here ({comparison})", name=name,
+                           comparison=cmp.describe())), {"input": name, **size(), **cmp.details()})
 
 
 def sdpa_task(ctx):
     """``sdpa``: the student's forward and the gradients the child returns through it."""
     what = T("gradients at scale")
-    result, (q, k, v, g) = _timed(ctx, lambda q, k, v, g: ctx.call(
+    result, (q, k, v, g) = timed(ctx, lambda q, k, v, g: ctx.call(
         q, k, v, wrt=(0, 1, 2), grad_output=g, during=what, seconds=SECONDS, trace=False))
     ctx.tensor_out(result, tuple(g.shape), what)
     if result.grads is None or any(grad is None for grad in result.grads):
-        raise Fail(_failure(T("no gradients came back through your function")), _size())
-    for name, got, ref in zip(SDPA_NAMES, result.grads, closed_form(q, k, v, g)):
+        raise Fail(failure(T("no gradients came back through your function")), size())
+    for name, got, ref in zip(SDPA_NAMES, result.grads, attention_backward(q, k, v, g)):
         cmp = compare(got, ref, allowance(ref, None, torch.float64, GRAD_MULTIPLIER, GRAD_FLOOR_FACTOR))
         if cmp.ok:
             continue
         miss = Fail(T("{what}: the gradient with respect to {name} is wrong: {value}", what=what, name=name,
-                      value=cmp.describe()), {"input": name, **_size(), **cmp.details()})
+                      value=cmp.describe()), {"input": name, **size(), **cmp.details()})
         explained_by_known_bug(ctx, miss, result, SDPA_NAMES, lambda a, b, c: sdpa_variants(a, b, c),
                                [q, k, v], g, torch.float64, what)
-        raise miss if miss.details.get("diagnosis") else _unproven(name, cmp)
-    return _passed(), _size()
+        raise miss if miss.details.get("diagnosis") else unproven(name, cmp)
+    return passed(), size()

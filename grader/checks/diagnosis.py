@@ -41,23 +41,28 @@ def _up(t):
     return t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t
 
 
-def reference(task_id, args, kwargs, scale=None) -> tuple | None:
-    """The task's right answer to one call, in float64 (``scale``: with another scale)."""
-    mask, causal = _up(kwargs.get("attn_mask")), bool(kwargs.get("is_causal"))
-    if task_id in ("sdpa", "tiled_attention"):
-        q, k, v = map(_up, args[:3])
-        s = kwargs.get("scale") if scale is None else scale
-        return (scaled_dot_product_attention(q, k, v, mask, is_causal=causal, scale=s),)
-    if task_id == "mha" and scale is None:
-        return (multi_head_attention(*map(_up, args[:6]), args[6], mask, causal),)
-    if task_id == "sdpa_backward":
-        from ..tasks.sdpa_backward.checks import reference_grads
-        s = kwargs.get("scale") if scale is None else scale
-        return reference_grads(*map(_up, args[:4]), mask, causal, s)
-    if task_id == "decoder_attention" and scale is None:
-        from ..tasks.decoder_attention.checks import reference as decoder_reference
-        return decoder_reference(*map(_up, args[:2]), args[2], args[3])
-    return None
+def attention_reference(args, kwargs, scale=None) -> tuple:
+    """``sdpa``'s and ``tiled_attention``'s right answer to one call, in float64 (``scale``: with
+    another scale): the tasks' ``Grading.reference``."""
+    q, k, v = map(_up, args[:3])
+    s = kwargs.get("scale") if scale is None else scale
+    return (scaled_dot_product_attention(q, k, v, _up(kwargs.get("attn_mask")), is_causal=bool(kwargs.get("is_causal")),
+                                         scale=s),)
+
+
+def mha_reference(args, kwargs, scale=None) -> tuple | None:
+    """``mha``'s right answer to one call, in float64 (its scale is fixed by its width: none other)."""
+    if scale is not None:
+        return None
+    return (multi_head_attention(*map(_up, args[:6]), args[6], _up(kwargs.get("attn_mask")),
+                                 bool(kwargs.get("is_causal"))),)
+
+
+def reference(task, args, kwargs, scale=None) -> tuple | None:
+    """The task's right answer to one call, in float64 (``scale``: with another scale), from the
+    task's own ``Grading.reference``; None where it has none."""
+    hook = task.reference
+    return hook(args, kwargs, scale) if hook else None
 
 
 def _parts(output) -> tuple:
@@ -126,6 +131,8 @@ def constant_ratio(task_id, args, outs, refs):
         return None
     r = found[0][1]
     words = _factor_name(task_id, args, r)
+    if words is None and abs(r - 1) < 1e-2:
+        return None  # within a percent of 1 and no size's: rounding (half precision), not a factor anyone wrote
     which = ", ".join(n for n, _ in found)
     text = T("{parts}: exactly {ratio:.4g} times the right values, {factor}: a factor that does not belong "
              "there (or one left out)", parts=which, ratio=r, factor=words) if words else \
@@ -134,8 +141,9 @@ def constant_ratio(task_id, args, outs, refs):
     return "constant_ratio", text
 
 
-def effective_scale(task_id, args, kwargs, outs):
-    """The outputs are the right ones computed with another scale, one of the case's sizes'."""
+def effective_scale(task_id, args, kwargs, outs, reference=attention_reference):
+    """The outputs are the right ones computed with another scale, one of the case's sizes'
+    (``reference(args, kwargs, scale)``: the task's right answer with that scale)."""
     if task_id not in ("sdpa", "sdpa_backward", "tiled_attention") or kwargs.get("scale") is not None:
         return None
     E = args[0].size(-1)
@@ -145,7 +153,7 @@ def effective_scale(task_id, args, kwargs, outs):
                              (1.0, T("1 (no scale)")), (math.sqrt(n), T("√{what}", what=name))):
             if abs(value - 1 / math.sqrt(E)) < 1e-9:
                 continue
-            refs = reference(task_id, args, kwargs, scale=value)
+            refs = reference(args, kwargs, scale=value)
             if refs is not None and all(_rel(o, f) <= EXACT for o, f in zip(outs, refs)):
                 return "effective_scale", T("your scores are scaled by {found} = {value:.4g}, not by 1/√E = "
                                             "1/√{E} = {want:.4g}", found=words, value=value, E=E,
@@ -285,7 +293,7 @@ def name_the_rest(checks: list, ctx, task) -> None:
                 or c.id.split(".")[0] in ("forbidden", "load", "inputs"):
             continue
         try:
-            found = _diagnose(ctx, task_id, c)
+            found = _diagnose(ctx, task, c)
         except Exception:  # a diagnosis is an extra: the verdict stands without it
             found = None
         if found and found[0].split(":")[0].split("+")[0] in SHOWS_ATTENTION | set(SCALE_MISTAKES):
@@ -300,7 +308,8 @@ def name_the_rest(checks: list, ctx, task) -> None:
             c.message = T("{message} Likely cause: {cause}.", message=c.message, cause=found[1])
 
 
-def _diagnose(ctx, task_id, check):
+def _diagnose(ctx, task, check):
+    task_id = task.id
     if check.details.get("error_kind"):
         return crash_property(ctx.drawn, check.id)
     if check.details.get("no_gradient"):
@@ -312,7 +321,7 @@ def _diagnose(ctx, task_id, check):
     # A check that judged answers another check of its family asked for (sdpa_backward's
     # output.dQ, output.dK and output.dV share their cases) has none of its own.
     for cid, args, kwargs, output in mine or [a for a in ctx.answers if a[0].split(".")[0] == family]:
-        refs = reference(task_id, args, kwargs)
+        refs = reference(task, args, kwargs)
         outs = _parts(output)
         if refs is None or len(outs) != len(refs) or \
                 not all(isinstance(o, torch.Tensor) and o.shape == f.shape for o, f in zip(outs, refs)):
@@ -322,7 +331,7 @@ def _diagnose(ctx, task_id, check):
         if overflowed(ctx, args, kwargs, outs, refs):
             return "overflow_in_softmax", explain("overflow_in_softmax")
         for kind in (lambda: constant_ratio(task_id, args, outs, refs),
-                     lambda: effective_scale(task_id, args, kwargs, outs),
+                     lambda: effective_scale(task_id, args, kwargs, outs, task.reference),
                      lambda: two_bugs(task_id, args, kwargs, outs),
                      lambda: where_wrong(task_id, args, kwargs, outs, refs)):
             found = kind()

@@ -3,7 +3,9 @@
 A task declares the axes its inputs vary on and the edge values of each (``Task.input_space``:
 axis -> edges), the inputs where real bugs live: a float64 logit past exp()'s overflow, a last
 query tile cut short, a padded batch in which no sequence is full length. Its ``describe``
-function (``Grading.describe``) reads one call's arguments and says which edges they stand on;
+function (``Grading.describe``, in the task's folder: ``space.py``, or an ``Edges`` of predicates)
+reads one call's arguments and says which edges they stand on (the helpers below name the edges
+several tasks share);
 ``Context.call`` records that for every call, so a grading can show that every declared edge was
 met by a scored case (``drawn_edges``), and a crash can be traced to the input property that
 every failing call had and no answered call had (``grader/checks/diagnosis.py``).
@@ -26,18 +28,18 @@ def _tensors(args) -> list:
     return [a for a in args if isinstance(a, torch.Tensor)]
 
 
-def _dims(q, *others) -> list[str]:
+def dims(q, *others) -> list[str]:
     out = [f"{q.dim()}-D"]
     if any(1 in t.shape[:-2] for t in (q, *others)):
         out.append("a size-1 batch dimension")
     return out
 
 
-def _lengths(L: int, S: int) -> str:
+def lengths(L: int, S: int) -> str:
     return "L = S" if L == S else ("L < S" if L < S else "L > S")
 
 
-def _logits(q, k, scale=None) -> list[str]:
+def logits(q, k, scale=None) -> list[str]:
     """The magnitude edges the scores q·kᵀ·scale reach (float64 arithmetic; small cases only)."""
     if not (q.is_floating_point() and k.is_floating_point()) or \
             q.shape[:-1].numel() * k.size(-2) > LOGITS_LIMIT:
@@ -54,7 +56,11 @@ def _logits(q, k, scale=None) -> list[str]:
     return out
 
 
-def _mask(kwargs) -> list[str]:
+def dtype(t) -> list[str]:
+    return [str(t.dtype).replace("torch.", "")]
+
+
+def mask_edges(kwargs) -> list[str]:
     mask = kwargs.get("attn_mask")
     if kwargs.get("is_causal"):
         return ["causal"]
@@ -67,37 +73,7 @@ def _mask(kwargs) -> list[str]:
     return out
 
 
-def sdpa(args, kwargs) -> dict:
-    q, k, v = args[:3]
-    return {"dims": _dims(q, k, v), "lengths": [_lengths(q.size(-2), k.size(-2))], "mask": _mask(kwargs),
-            "dtype": [str(q.dtype).replace("torch.", "")], "logits": _logits(q, k, kwargs.get("scale"))}
-
-
-def sdpa_backward(args, kwargs) -> dict:
-    return sdpa(args[:3], kwargs)
-
-
-def mha(args, kwargs) -> dict:
-    x_q, x_kv, num_heads = args[0], args[1], args[6]
-    return {"heads": ["1" if num_heads == 1 else "more than 1"],
-            "lengths": [_lengths(x_q.size(-2), x_kv.size(-2))], "mask": _mask(kwargs),
-            "dtype": [str(x_q.dtype).replace("torch.", "")]}
-
-
-def tiled_attention(args, kwargs) -> dict:
-    q, k, _, block = args[:4]
-    L, S = q.size(-2), k.size(-2)
-    keys = ["ragged last key tile" if S % block else "S a multiple of block_size"]
-    if block == 1:
-        keys.append("block_size = 1")
-    if block >= S:
-        keys.append("block_size >= S")
-    queries = ["ragged last query tile, L > 32"] if L > 32 and L % block else []
-    return {"key tiles": keys, "query tiles": queries, "logits": _logits(q, k),
-            "dtype": [str(q.dtype).replace("torch.", "")]}
-
-
-def _padding(lengths, n) -> list[str]:
+def padding(lengths, n) -> list[str]:
     lengths = lengths.tolist()
     if all(x == n for x in lengths):
         return ["none"]
@@ -107,10 +83,11 @@ def _padding(lengths, n) -> list[str]:
     return out
 
 
-def decoder_attention(args, kwargs) -> dict:
-    target, memory, t_len, m_len = args[:4]
-    return {"target padding": _padding(t_len, target.size(1)), "memory padding": _padding(m_len, memory.size(1)),
-            "logits": _logits(target, target), "dtype": [str(target.dtype).replace("torch.", "")]}
+def attention(q, k, v, kwargs) -> dict:
+    """The edges of one attention call with torch's keywords (``sdpa``, and the forward that
+    ``sdpa_backward`` differentiates)."""
+    return {"dims": dims(q, k, v), "lengths": [lengths(q.size(-2), k.size(-2))], "mask": mask_edges(kwargs),
+            "dtype": dtype(q), "logits": logits(q, k, kwargs.get("scale"))}
 
 
 def describe(ctx, args, kwargs) -> dict:

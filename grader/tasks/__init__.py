@@ -43,6 +43,10 @@ class Grading:
     # wrong_outputs(args, kwargs) -> (right output, {bug key: output with that bug}), in float64: how the
     # catalogue's bugs show on one call (``attn-grader tasks validate`` proves each one reachable)
     wrong_outputs: object = None
+    # reference(args, kwargs, scale) -> the right outputs of one call as a tuple, in float64, computed
+    # with ``scale`` where it is given (None where the task's scale cannot change): what
+    # grader/checks/diagnosis.py compares a failing call with. None: no diagnosis beyond the catalogue.
+    reference: object = None
 
     def __post_init__(self):
         self.checks = ordered_by_needs(self.checks)
@@ -154,6 +158,10 @@ class Task:
             from ..checks.variants import ATTENTION
             return ATTENTION
         return bugs
+
+    @property
+    def reference(self):
+        return self._built().reference
 
     @property
     def fingerprint(self):

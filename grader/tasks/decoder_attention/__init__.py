@@ -6,13 +6,13 @@ def build() -> Grading:
     import torch
 
     from . import checks as decoder
-    from ...checks import input_space
+    from . import space
     from . import edges
     from ...checks.base import Check
     from .bugs import CATALOGUE, wrong_outputs
     from .fingerprint import FINGERPRINT
 
-    return Grading(fingerprint=FINGERPRINT, describe=input_space.decoder_attention, bugs=CATALOGUE, wrong_outputs=wrong_outputs, checks=with_common_checks([
+    return Grading(reference=decoder.diagnosis_reference, fingerprint=FINGERPRINT, describe=space.describe, bugs=CATALOGUE, wrong_outputs=wrong_outputs, checks=with_common_checks([
         Check("output.shapes", decoder.shapes, 2),
         Check("output.float64", decoder.float64),
         Check("dtype.float32", decoder.dtype_case(torch.float32)),

@@ -5,13 +5,14 @@ from .. import Grading, Task, with_common_checks
 def build() -> Grading:
     import torch
 
-    from ...checks import input_space
+    from ...checks import diagnosis
+    from . import space
     from ...checks import gradients, heads, masks, properties, scale
     from ...checks.base import Check
     from .bugs import wrong_outputs
     from .fingerprint import FINGERPRINT
 
-    return Grading(fingerprint=FINGERPRINT, describe=input_space.mha, wrong_outputs=wrong_outputs, checks=with_common_checks([
+    return Grading(reference=diagnosis.mha_reference, fingerprint=FINGERPRINT, describe=space.describe, wrong_outputs=wrong_outputs, checks=with_common_checks([
         Check("output.self_attention", heads.self_attention),
         Check("output.cross_attention", heads.cross_attention),
         Check("output.float64", heads.float64),

@@ -5,14 +5,15 @@ from .. import Grading, Task, with_common_checks
 def build() -> Grading:
     import torch
 
-    from ...checks import input_space
+    from ...checks import diagnosis
+    from . import space
     from ...checks import (at_scale, gradients, masks, output, properties, scale, speed, stability,
                           weights)
     from ...checks.base import Check
     from .bugs import wrong_outputs
     from .fingerprint import FINGERPRINT
 
-    return Grading(fingerprint=FINGERPRINT, describe=input_space.sdpa, wrong_outputs=wrong_outputs, checks=with_common_checks([
+    return Grading(reference=diagnosis.attention_reference, fingerprint=FINGERPRINT, describe=space.describe, wrong_outputs=wrong_outputs, checks=with_common_checks([
         Check("output.shapes", output.shapes, 2),
         Check("output.broadcast", output.broadcast),
         Check("output.fresh", output.fresh),

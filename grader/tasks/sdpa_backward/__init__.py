@@ -12,16 +12,17 @@ GATED_FAMILIES = GRADIENT_FAMILIES + ("inputs", "forbidden", "load")
 def build() -> Grading:
     import torch
 
-    from ...checks import input_space
+    from . import space
     from . import edges
-    from ...checks import at_scale, autograd_ban
+    from ...checks import autograd_ban
+    from . import at_scale
     from . import checks as backward
     from ...checks.base import Check
     from .bugs import CATALOGUE, wrong_outputs
     from .fingerprint import FINGERPRINT
 
     right = backward.OUTPUT_CHECKS  # the property checks judge the gradients these found right
-    return Grading(fingerprint=FINGERPRINT, describe=input_space.sdpa_backward, bugs=CATALOGUE, wrong_outputs=wrong_outputs, checks=with_common_checks([
+    return Grading(reference=backward.diagnosis_reference, fingerprint=FINGERPRINT, describe=space.describe, bugs=CATALOGUE, wrong_outputs=wrong_outputs, checks=with_common_checks([
         Check("forbidden.autograd_source", autograd_ban.static_check),
         *(Check(check_id, backward.output_check(name)) for check_id, name in zip(right, backward.NAMES)),
         Check("dtype.float32", backward.dtype_case(torch.float32)),

@@ -76,17 +76,6 @@ BLOCKS = (1, 2, 4, 8, 16, 32, 64)                       # query-block sizes of a
 EPSILONS = (1e-2, 1e-3, 1e-4, 1e-5)                     # big enough to show (smaller ones are harmless)
 
 
-def closed_form(q, k, v, g, scale=None) -> tuple:
-    """The unmasked backward in float64 from the formulas alone (no autograd graph): the reference
-    where autograd through the reference attention would cost more than the check it serves."""
-    q, k, v, g = q.double(), k.double(), v.double(), g.double()
-    s = 1 / math.sqrt(q.size(-1)) if scale is None else scale
-    p = torch.softmax(q @ k.transpose(-2, -1) * s, dim=-1)
-    dp = g @ v.transpose(-2, -1)
-    ds = p * (dp - (dp * p).sum(-1, keepdim=True))
-    return s * (ds @ k), s * (ds.transpose(-2, -1) @ q), p.transpose(-2, -1) @ g
-
-
 def hand_written(q, k, v, g, attn_mask=None, is_causal=False, scale=None, only=None) -> tuple:
     """(the correct backward, {bug or "bug:value": the backward with that slip}) in float64, written
     out step by step; the slips share the steps they do not change. A slip that changes a shape

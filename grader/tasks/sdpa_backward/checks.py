@@ -37,6 +37,17 @@ def reference_grads(q, k, v, g, attn_mask=None, is_causal=False, scale=None):
     return tuple(torch.autograd.grad((out * g).sum(), leaves))
 
 
+def diagnosis_reference(args, kwargs, scale=None) -> tuple:
+    """The right (dQ, dK, dV) of one call ``(q, k, v, grad_out)``, in float64, with ``scale`` where it
+    is given: the task's ``Grading.reference`` (grader/checks/diagnosis.py)."""
+    q, k, v, g = (t.double() for t in args[:4])
+    mask = kwargs.get("attn_mask")
+    if mask is not None and mask.is_floating_point():
+        mask = mask.double()
+    return reference_grads(q, k, v, g, mask, bool(kwargs.get("is_causal")),
+                           kwargs.get("scale") if scale is None else scale)
+
+
 def assess(ctx, result, case, what, parts, only=None):
     """``tuples.assess_parts`` for one call's answer to ``case`` (``only``: name only those bugs)."""
     q, k, v, g, attn_mask, is_causal, scale = case

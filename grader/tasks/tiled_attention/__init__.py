@@ -7,14 +7,15 @@ SKILL_FAMILIES = ("online", "stability", "memory")  # what streaming over the ke
 def build() -> Grading:
     import torch
 
-    from ...checks import input_space
+    from ...checks import diagnosis
+    from . import space
     from . import edges
     from . import checks as tiled, memory as tiled_memory
     from ...checks.base import Check
     from .bugs import CATALOGUE, wrong_outputs
     from .fingerprint import FINGERPRINT
 
-    return Grading(fingerprint=FINGERPRINT, describe=input_space.tiled_attention, bugs=CATALOGUE, wrong_outputs=wrong_outputs, checks=with_common_checks([
+    return Grading(reference=diagnosis.attention_reference, fingerprint=FINGERPRINT, describe=space.describe, bugs=CATALOGUE, wrong_outputs=wrong_outputs, checks=with_common_checks([
         Check("output.shapes", tiled.shapes, 2),
         Check("output.block_sizes", tiled.block_extremes),
         Check("output.ragged_queries", edges.ragged_queries),
