@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from . import GRADER_VERSION, bounded
 from .checks.base import Context, Fail, StudentFailure, clean_traceback
-from .source import foreign_coding, submission_text
+from .source import foreign_coding, parse_failure, submission_text
 from .causes import summary
 from .jsonsafe import json_safe
 from .checks.fingerprint import fresh_samples, kernel_output
@@ -25,7 +25,7 @@ from .checks.diagnosis import name_the_rest
 from .checks.input_space import drawn_edges
 from .i18n import T, entry
 from .sandbox import SandboxSession
-from .scoring import Facts, gate_closed, score
+from .scoring import Facts, gate_closed, score, task_points
 from .tasks import Task, registry
 
 CHECK_SECONDS = 8.0   # per-check budget of the student's own time (no waits for a core); one slow check fails alone
@@ -106,27 +106,6 @@ def _torch_version() -> str:
     return torch.__version__
 
 
-def split_points(total: int, weights: list[int]) -> list[int]:
-    """Integers proportional to ``weights`` that sum to ``total`` (largest remainder)."""
-    if not weights or not sum(weights):  # no weights, or only weight-0 checks (gates, reported only)
-        return [0] * len(weights)
-    raw = [total * w / sum(weights) for w in weights]
-    pts = [int(r) for r in raw]
-    for i in sorted(range(len(raw)), key=lambda i: raw[i] - pts[i], reverse=True)[: total - sum(pts)]:
-        pts[i] += 1
-    return pts
-
-
-def _max_points(task) -> dict:
-    ids = [("load.source", 2), ("load.import", 2), ("load.signature", 1)] + [(c.id, c.weight) for c in task.checks]
-    out = {}
-    for family, total in task.points.items():
-        members = [(i, w) for i, w in ids if i.split(".")[0] == family]
-        for (i, _), p in zip(members, split_points(total, [w for _, w in members])):
-            out[i] = p
-    return out
-
-
 def _signature_problem(task, params) -> str | None:
     if params is None:
         return None
@@ -176,7 +155,7 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         t = dataclasses.replace(t, _grading=dataclasses.replace(t._built(), checks=_with_needs(t.checks, only)))
     started = time.monotonic()
     report = GradeReport(task=task, checks=[], seed_public=seed, timings={"student_s": 0.0})
-    max_points = _max_points(full)  # the whole task's split, also with only=
+    max_points = task_points(full)  # the whole task's split, also with only=
     # The server passes server_seed (derived from its secret and the submission's content: the same
     # code always meets the same inputs, which no student can compute); it is never echoed.
     secret = server_seed if server_seed is not None else (seed if seed is not None else secrets.randbits(62))
@@ -213,7 +192,7 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
                                           "a solution needs far less; remove generated or pasted code",
                                           detail=exc.detail or exc.what), {"bound": exc.what})
     if problem:
-        return fail_load("load.source", *_parse_failure(problem))
+        return fail_load("load.source", *parse_failure(problem))
     add("load.source", True, T("valid UTF-8 Python"))
     coding = foreign_coding(source)
 
@@ -255,47 +234,6 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
         _finish(report, session, report)
     report.timings["total_s"] = round(time.monotonic() - started, 3)
     return report
-
-
-def _parse_failure(problem: dict) -> tuple:
-    """The student's message (and details) for a file ``bounded.parse`` refused."""
-    error = problem["error"]
-    if error == "deep":
-        return T("Python cannot parse your file: expressions or blocks nest too deeply for its parser "
-                 "(thousands of operators, brackets or attributes in one chain); split them into shorter "
-                 "statements"), {}
-    if error in ("size", "nodes"):
-        what = T("{count} bytes, at most {limit}", count=problem["count"], limit=problem["limit"]) \
-            if error == "size" else \
-            T("{count} syntax nodes, at most {limit}", count=problem["count"], limit=problem["limit"])
-        return T("your file is too large for the grader to analyse ({what}): a solution needs far less; "
-                 "remove generated or pasted code", what=what), {"bound": error}
-    if error == "value":  # null bytes
-        return T("Python cannot parse your file: {error}", error=problem["msg"]), {}
-    exc = SyntaxError(problem["msg"], ("submission.py", problem["lineno"], problem["offset"], problem["text"],
-                                       problem["end_lineno"], problem["end_offset"]))
-    message = T("Python cannot parse your file: {error} (line {line}, column {column})", error=exc.msg,
-                line=exc.lineno, column=exc.offset) if exc.offset and exc.lineno else \
-        T("Python cannot parse your file: {error} (line {line})", error=exc.msg, line=exc.lineno) \
-        if exc.lineno else T("Python cannot parse your file: {error}", error=exc.msg)
-    return message, syntax_error_place(exc)
-
-
-def syntax_error_place(exc: SyntaxError) -> dict:
-    """Where Python stopped reading, as data a page or a terminal shows: the line and column
-    (1-based), the source line, and ``caret``: that line over a row of ``^`` under the spot."""
-    text = (exc.text or "").rstrip("\r\n")
-    place = {"line": exc.lineno, "offset": exc.offset, "text": text.rstrip()[:200]}
-    if exc.offset and text and exc.offset <= len(text) + 1:
-        end = exc.end_offset if (getattr(exc, "end_lineno", None) == exc.lineno and exc.end_offset
-                                 and exc.end_offset > exc.offset) else exc.offset + 1
-        end = min(end, len(text) + 2)
-        # the caret lines up under tabs too: keep them in the padding
-        pad = "".join("\t" if ch == "\t" else " " for ch in text[: exc.offset - 1])
-        number = f"{exc.lineno} | "
-        place["end_offset"] = end
-        place["caret"] = (f"{number}{text}\n" + " " * len(number) + pad + "^" * (end - exc.offset))[:1000]
-    return place
 
 
 def add_gpu_suite(report, session, device, seed, dtypes=None) -> None:

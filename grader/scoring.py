@@ -5,10 +5,11 @@ The checks say only what holds (``CheckResult.passed``, its message and details,
 place points are decided. It applies the task's rules in this order, each to what the previous
 ones left, and records in ``Scored.rules`` which rule moved which check's points, and why:
 
-1. ``grant``: a passed check earns its points, a failed one none (not recorded: it is the verdict).
+1. ``grant``: a passed check earns its points (``task_points``: each family's total split over its
+   checks by weight), a failed one none (not recorded: it is the verdict).
 2. ``load``: a file that could not be loaded scores nothing, whatever passed before it failed.
-3. ``detected``: built-in attention ran (or the grader was tampered with): only a ``forbidden``
-   check that found it keeps nothing either; no other check is scored. ``load`` keeps its points.
+3. ``detected``: built-in attention ran (or the grader was tampered with): no check but the
+   ``load`` checks keeps its points.
 4. ``unverified``: a post-run check (``Check.post``) could not verify that no built-in attention
    ran: nothing else is scored.
 5. ``not_shown``: no output check shows the function computes attention: the families that a
@@ -59,6 +60,29 @@ class Scored:
     def moved(self, rule: str, check, points: int, **why) -> None:
         if points or rule == "concept":  # a concept charge withholds a refund: 0 points, still said
             self.rules.append({"rule": rule, "check": check.id, "points": points, **why})
+
+
+def split_points(total: int, weights: list[int]) -> list[int]:
+    """Integers proportional to ``weights`` that sum to ``total`` (largest remainder)."""
+    if not weights or not sum(weights):  # no weights, or only weight-0 checks (gates, reported only)
+        return [0] * len(weights)
+    raw = [total * w / sum(weights) for w in weights]
+    pts = [int(r) for r in raw]
+    for i in sorted(range(len(raw)), key=lambda i: raw[i] - pts[i], reverse=True)[: total - sum(pts)]:
+        pts[i] += 1
+    return pts
+
+
+def task_points(task) -> dict:
+    """check id -> its points: each family's total split over its checks by their weights (the
+    three load checks weigh 2, 2 and 1)."""
+    ids = [("load.source", 2), ("load.import", 2), ("load.signature", 1)] + [(c.id, c.weight) for c in task.checks]
+    out = {}
+    for family, total in task.points.items():
+        members = [(i, w) for i, w in ids if i.split(".")[0] == family]
+        for (i, _), p in zip(members, split_points(total, [w for _, w in members])):
+            out[i] = p
+    return out
 
 
 def score(verdicts: list, task, facts: Facts) -> Scored:

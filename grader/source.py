@@ -11,6 +11,8 @@ import codecs
 import re
 import threading
 
+from .i18n import T
+
 _AST_LOCK = threading.Lock()
 BOM = "\ufeff"
 
@@ -116,3 +118,44 @@ def foreign_coding(text: str) -> str | None:
         if line.strip() and not line.lstrip().startswith("#"):
             return None  # PEP 263: the cookie's second line counts only after a comment or blank line
     return None
+
+
+def parse_failure(problem: dict) -> tuple:
+    """The student's message (and details) for a file ``grader/bounded.py``'s ``parse`` refused."""
+    error = problem["error"]
+    if error == "deep":
+        return T("Python cannot parse your file: expressions or blocks nest too deeply for its parser "
+                 "(thousands of operators, brackets or attributes in one chain); split them into shorter "
+                 "statements"), {}
+    if error in ("size", "nodes"):
+        what = T("{count} bytes, at most {limit}", count=problem["count"], limit=problem["limit"]) \
+            if error == "size" else \
+            T("{count} syntax nodes, at most {limit}", count=problem["count"], limit=problem["limit"])
+        return T("your file is too large for the grader to analyse ({what}): a solution needs far less; "
+                 "remove generated or pasted code", what=what), {"bound": error}
+    if error == "value":  # null bytes
+        return T("Python cannot parse your file: {error}", error=problem["msg"]), {}
+    exc = SyntaxError(problem["msg"], ("submission.py", problem["lineno"], problem["offset"], problem["text"],
+                                       problem["end_lineno"], problem["end_offset"]))
+    message = T("Python cannot parse your file: {error} (line {line}, column {column})", error=exc.msg,
+                line=exc.lineno, column=exc.offset) if exc.offset and exc.lineno else \
+        T("Python cannot parse your file: {error} (line {line})", error=exc.msg, line=exc.lineno) \
+        if exc.lineno else T("Python cannot parse your file: {error}", error=exc.msg)
+    return message, syntax_error_place(exc)
+
+
+def syntax_error_place(exc: SyntaxError) -> dict:
+    """Where Python stopped reading, as data a page or a terminal shows: the line and column
+    (1-based), the source line, and ``caret``: that line over a row of ``^`` under the spot."""
+    text = (exc.text or "").rstrip("\r\n")
+    place = {"line": exc.lineno, "offset": exc.offset, "text": text.rstrip()[:200]}
+    if exc.offset and text and exc.offset <= len(text) + 1:
+        end = exc.end_offset if (getattr(exc, "end_lineno", None) == exc.lineno and exc.end_offset
+                                 and exc.end_offset > exc.offset) else exc.offset + 1
+        end = min(end, len(text) + 2)
+        # the caret lines up under tabs too: keep them in the padding
+        pad = "".join("\t" if ch == "\t" else " " for ch in text[: exc.offset - 1])
+        number = f"{exc.lineno} | "
+        place["end_offset"] = end
+        place["caret"] = (f"{number}{text}\n" + " " * len(number) + pad + "^" * (end - exc.offset))[:1000]
+    return place

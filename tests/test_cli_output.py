@@ -10,7 +10,8 @@ from rich.console import Console
 from grader.causes import summary
 from grader.commands import first_to_reproduce
 from grader.console import details_renderables, for_output, print_checks
-from grader.grading import CheckResult, GradeReport, syntax_error_place
+from grader.grading import CheckResult, GradeReport
+from grader.source import syntax_error_place
 from grader.i18n import T, render
 
 

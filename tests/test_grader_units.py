@@ -11,7 +11,8 @@ from grader.checks.forbidden import forbidden_ops, scan_source
 from grader.checks.scale import fit_scale, name_scale
 from grader.checks.tolerance import allowance, compare
 from grader.checks.variants import identify, sdpa_variants
-from grader.grading import _max_points, _signature_problem, grade_source, split_points
+from grader.grading import _signature_problem, grade_source
+from grader.scoring import split_points, task_points as _max_points
 from grader.sandbox import Limits
 from grader.tasks import TASK_IDS, TASKS, TITLES
 from reference_impl import scaled_dot_product_attention as ref_sdpa
