@@ -10,9 +10,8 @@ task's masks, is_causal and scale=, NumPy converted back to the inputs' dtype.
 The bug (issue 40: it scored 100 while no case drew its input): the forward exponentiates without
 subtracting the row maximum, so float64 scores above 709 overflow to inf and the gradients to NaN
 (stability.large_scores). Otherwise right: J[m, n] = a_m(δ_mn − a_n) is the softmax Jacobian and
-dLdZ = dLdA · J; masked scores are shifted by −1e10, so exp() gives exactly 0 there. Kept in correct/
-where it was first filed (the corpus reads the ``# expect:`` line, not the folder). Slow (S² Python steps per row), but a backward: it
-passes grad.at_scale (0.08 s at B·H = 8, L = S = 24, E = 512), where finite differences need minutes.
+dLdZ = dLdA · J; masked scores are shifted by −1e10, so exp() gives exactly 0 there. Slow (S² Python
+steps per row), but a backward: it passes grad.at_scale (0.08 s at B·H = 8, L = S = 24, E = 512), where finite differences need minutes.
 """
 import numpy as np
 import torch
