@@ -132,6 +132,10 @@ def validate(task: Task, *, seeds: int = 5, sandbox: str = "auto", baseline: Tas
         return result
     # 1. correct files under every seed; the first one's calls are the task's drawn cases
     cases_by_seed, drawn_by_seed = {}, {}
+    for path in [p for p in correct if header(p, "expect")]:  # the suite reads the header, this the folder
+        result.add("corpus", False, f"correct/{os.path.basename(path)} says '# expect: {header(path, 'expect')}': "
+                   "a file with a bug belongs in buggy/")
+    correct = [p for p in correct if not header(p, "expect")]
     for path in correct:
         scores = {}
         for seed in range(1, seeds + 1):

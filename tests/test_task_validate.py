@@ -1,6 +1,6 @@
 """``attn-grader tasks validate``: a small task folder written as a course author would, proved good,
-then with three planted defects (a catalogue bug no case shows, an edge no case draws, a shortcut that
-keeps full marks), each reported with a message the author can act on.
+then with four planted defects (a catalogue bug no case shows, an edge no case draws, a shortcut that
+keeps full marks, a buggy file among the correct ones), each reported with a message the author can act on.
 
 The fixture is tiny on purpose (one check, one correct and one buggy file, one seed, the pre-check's
 local sandbox, the task itself as the budget's baseline): the six real tasks are validated by hand
@@ -107,6 +107,8 @@ def write_task(root, name, planted=()):
     (folder / "corpus" / "correct" / "textbook.py").write_text(CORRECT, encoding="utf-8")
     (folder / "corpus" / "buggy" / "no_scale.py").write_text(NO_SCALE, encoding="utf-8")
     (folder / "shortcuts" / "builtin.py").write_text(BUILTIN, encoding="utf-8")
+    if "misfiled" in planted:  # a file with a bug (its header says so) among the correct ones
+        (folder / "corpus" / "correct" / "misfiled.py").write_text(NO_SCALE, encoding="utf-8")
     skill = CORRECT if "shortcut" in planted else SKILL_SKIPPED  # planted: "skipping" the skill keeps 100
     (folder / "shortcuts" / "skill.py").write_text(skill, encoding="utf-8")
     return folder
@@ -134,14 +136,15 @@ def test_a_good_task_passes_every_proof(course_dir):
 
 
 def test_planted_defects_fail_with_messages_an_author_can_act_on(course_dir):
-    folder = write_task(course_dir, "course_task_planted", planted=("unreachable", "edge", "shortcut"))
+    folder = write_task(course_dir, "course_task_planted", planted=("unreachable", "edge", "shortcut", "misfiled"))
     out = subprocess.run([sys.executable, "-m", "grader.cli", "tasks", "validate", str(folder), "--seeds", "1",
                           "--sandbox", "local", "--json"], capture_output=True, text=True, cwd=ROOT, timeout=600,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, str(course_dir)])})
     assert out.returncode == 1, out.stderr[-2000:]
     report = json.loads(out.stdout)
     failed = [f["message"] for f in report["findings"] if not f["ok"]]
-    assert not report["ok"] and len(failed) == 3, failed
+    assert not report["ok"] and len(failed) == 4, failed
+    assert any("correct/misfiled.py says '# expect: output'" in m and "belongs in buggy/" in m for m in failed), failed
     assert any("bug 'causal_ignored': no scored case shows it" in m for m in failed), failed
     assert any("edge lengths = L = 1: no scored case draws it" in m for m in failed), failed
     assert any("shortcuts/skill.py" in m and "keeps 100 of 100" in m and "at least half" in m for m in failed), failed
