@@ -149,6 +149,12 @@ def _signature_problem(task, params) -> str | None:
     return None
 
 
+def progress_steps(task: Task) -> int:
+    """How many steps grading ``task`` reports to ``progress``: loading (source, import, signature),
+    then each check. The pre-check's bar knows it before its first frame."""
+    return 3 + len(task.checks)
+
+
 def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "auto", device: str = "cpu",
                  limits=None, progress=None, only: str | None = None,
                  server_seed: int | None = None, observe=None) -> GradeReport:
@@ -180,7 +186,7 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
     # The server passes server_seed (derived from its secret and the submission's content: the same
     # code always meets the same inputs, which no student can compute); it is never echoed.
     secret = server_seed if server_seed is not None else (seed if seed is not None else secrets.randbits(62))
-    total = 3 + len(t.checks)
+    total = progress_steps(t)
 
     def add(check_id, passed, message, details=None):
         report.checks.append(CheckResult(check_id, passed, max_points.get(check_id, 0) if passed else 0,

@@ -202,6 +202,19 @@ class Task:
         with open(self._file("_template.py.tmpl"), encoding="utf-8") as f:
             return f.read()
 
+    def template_in(self, lang: str | None) -> str:
+        """The starter file with its docstrings and comments in ``lang`` where the task ships
+        ``template.<lang>.py.tmpl`` (the same code as the English one: tests/test_cli_review3.py
+        holds them to it), else the English template. The web editor keeps the English one, which
+        the similarity report discounts as boilerplate."""
+        if lang and lang != "en":
+            try:
+                with open(os.path.join(self.folder, f"template.{lang}.py.tmpl"), encoding="utf-8") as f:
+                    return f.read()
+            except FileNotFoundError:
+                pass
+        return self.template
+
 
 def _package_tasks() -> list[Task]:
     found = []
@@ -266,8 +279,8 @@ def spec_markdown(task_id: str, lang: str | None = None) -> str:
     return get_task(task_id).spec_in(lang)[0]
 
 
-def template(task_id: str) -> str:
-    return get_task(task_id).template
+def template(task_id: str, lang: str | None = None) -> str:
+    return get_task(task_id).template_in(lang)
 
 
 def __getattr__(name):
