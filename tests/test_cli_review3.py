@@ -109,7 +109,8 @@ def test_the_reports_last_lines_in_the_readers_language(lang, verdict, sandbox, 
 def test_ru_has_one_word_for_a_note_in_the_grader_and_on_the_web():
     from babel.messages.pofile import read_po
     words = set()
-    for path in (ROOT / "grader/translations/ru/LC_MESSAGES/grader.po", ROOT / "web/translations/ru/LC_MESSAGES/messages.po"):
+    for path in (ROOT / "grader/translations/ru/LC_MESSAGES/grader.po",
+                 ROOT / "web/translations/ru/LC_MESSAGES/messages.po"):
         with open(path, "rb") as f:
             for message in read_po(f, locale="ru"):
                 if isinstance(message.id, str) and re.match(r"note\b", message.id.lower()) and message.string:

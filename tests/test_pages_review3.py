@@ -309,3 +309,19 @@ def test_counts_read_as_russian_plurals_for_one_few_and_many(env, ada, prof):
                          "%(num)d scores you overrode by hand stay as you set them.", n) for n in (1, 3, 21)]
     assert awaiting == ["1 ответ ждёт проверки.", "3 ответа ждут проверки.", "5 ответов ждут проверки."]
     assert [k.split(",")[0] for k in kept] == ["1 оценка", "3 оценки", "21 оценка"]
+
+
+def test_the_editor_and_the_starter_file_speak_the_readers_language(env, ada):
+    """P18: the starter's comments and docstring follow the reader, on the page as in the CLI."""
+    from html import unescape
+
+    from grader.tasks import template
+    from web.services.users import find_user
+    assert template("sdpa", "en") in unescape(ada.get("/tasks/sdpa").get_data(as_text=True))
+    with db_session(env) as session:
+        find_user(session, "ada@example.org").locale = "ru"
+        session.commit()
+    page = unescape(ada.get("/tasks/sdpa").get_data(as_text=True))
+    assert template("sdpa", "ru") in page and "Check it locally with" not in page
+    starter = ada.get("/tasks/sdpa/starter.py").get_data(as_text=True)
+    assert starter == template("sdpa", "ru") and "Проверьте локально:" in starter

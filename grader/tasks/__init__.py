@@ -205,8 +205,8 @@ class Task:
     def template_in(self, lang: str | None) -> str:
         """The starter file with its docstrings and comments in ``lang`` where the task ships
         ``template.<lang>.py.tmpl`` (the same code as the English one: tests/test_cli_review3.py
-        holds them to it), else the English template. The web editor keeps the English one, which
-        the similarity report discounts as boilerplate."""
+        holds them to it), else the English template. The web editor opens with the reader's, so the
+        similarity report discounts every language's as boilerplate."""
         if lang and lang != "en":
             try:
                 with open(os.path.join(self.folder, f"template.{lang}.py.tmpl"), encoding="utf-8") as f:
