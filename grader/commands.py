@@ -319,11 +319,14 @@ def tasks(ctx, lang):
     from rich.text import Text
 
     from .tasks import TASKS
+    lang = userconfig.language(lang)
+    _ = gettext_for(lang)
     console = Console()
     for t in TASKS.values():
         # Text, not markup: a course package's title may contain brackets
-        console.print(Text.assemble((t.id, "bold"), f"  {t.title}: define {t.function}()  "
-                                    f"(attn-grader tasks {t.id} for the full spec)"))
+        console.print(Text.assemble((t.id, "bold"), "  ", _("{title}: define {function}()  (attn-grader tasks {task} "
+                                                            "for the full spec)").format(
+            title=t.title_in(lang), function=t.function, task=t.id)))
 
 
 @tasks.command("validate")

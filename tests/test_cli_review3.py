@@ -131,3 +131,13 @@ def test_the_progress_bar_counts_its_steps_from_its_first_frame():
     console.print(bar.make_tasks_table(bar.tasks))  # the frame shown before the first check starts
     assert f"0/{total}" in out.getvalue() and "None" not in out.getvalue() and "检查中" in out.getvalue()
     assert total == 3 + len(get_task("sdpa").checks)
+
+
+def test_the_task_list_is_in_the_readers_language():
+    """The list's titles come from each translated spec's heading; its sentence from the catalogue."""
+    ru = _cli("tasks", "--lang", "ru", COLUMNS="200")
+    assert "sdpa  Масштабированное скалярное внимание: определите scaled_dot_product_attention()  " \
+           "(вся постановка: attn-grader tasks sdpa)" in ru.stdout, ru.stdout + ru.stderr
+    zh = _cli("tasks", "--lang", "zh", COLUMNS="200")
+    assert "mha  多头注意力：定义 multi_head_attention()（完整说明：attn-grader tasks mha）" in zh.stdout
+    assert "define" not in ru.stdout + zh.stdout and len(zh.stdout.splitlines()) == 6

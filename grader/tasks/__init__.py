@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import re
 import warnings
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -196,6 +197,13 @@ class Task:
             except FileNotFoundError:
                 pass
         return self.spec_markdown, "en"
+
+    def title_in(self, lang: str | None) -> str:
+        """The task's title in ``lang``: its translated spec's heading ("# Задание `sdpa`: ..."), else
+        the English title."""
+        text, shown = self.spec_in(lang)
+        found = re.match(r"#[^\n`]*`[^`]+`\s*[:：]\s*([^\n]+)", text.lstrip()) if shown != "en" else None
+        return found.group(1)[:1].upper() + found.group(1)[1:] if found else self.title
 
     @property
     def template(self) -> str:
