@@ -21,7 +21,7 @@ from .jsonsafe import json_safe
 from .checks.fingerprint import fresh_samples, kernel_output
 from .checks.diagnosis import name_the_rest
 from .checks.input_space import drawn_edges
-from .i18n import T, entry
+from .i18n import N_, T, counted, entry
 from .sandbox import SandboxSession
 from .tasks import Task, registry
 
@@ -134,8 +134,9 @@ def _signature_problem(task, params) -> str | None:
     var_pos = any(p["kind"] == "VAR_POSITIONAL" for p in params)
     var_kw = any(p["kind"] == "VAR_KEYWORD" for p in params)
     if len(positional) < task.positional and not var_pos:
-        return T("your function takes {got} positional argument(s) but the task passes {want}",
-                 got=len(positional), want=task.positional)
+        return counted(len(positional), N_("your function takes {got} positional argument but the task passes {want}"),
+                       N_("your function takes {got} positional arguments but the task passes {want}"),
+                       got=len(positional), want=task.positional)
     extra = positional[task.positional:] + [p for p in params if p["kind"] == "KEYWORD_ONLY"]
     names = {p["name"] for p in extra if p["kind"] != "POSITIONAL_ONLY"}
     missing = [k for k in task.keywords if k not in names and not var_kw]
@@ -144,8 +145,9 @@ def _signature_problem(task, params) -> str | None:
                  names=", ".join(missing))
     required = [p["name"] for p in extra if not p["has_default"] and p["name"] not in task.keywords]
     if required:
-        return T("parameter(s) {names} need a default value: the grader never passes them",
-                 names=", ".join(required))
+        return counted(len(required), N_("parameter {names} needs a default value: the grader never passes it"),
+                       N_("parameters {names} need a default value: the grader never passes them"),
+                       names=", ".join(required))
     return None
 
 

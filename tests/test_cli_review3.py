@@ -141,3 +141,22 @@ def test_the_task_list_is_in_the_readers_language():
     zh = _cli("tasks", "--lang", "zh", COLUMNS="200")
     assert "mha  多头注意力：定义 multi_head_attention()（完整说明：attn-grader tasks mha）" in zh.stdout
     assert "define" not in ru.stdout + zh.stdout and len(zh.stdout.splitlines()) == 6
+
+
+def test_no_message_counts_with_an_s_in_brackets():
+    """P17: "(s)" plurals became two English forms (grader: ``counted``; web: ngettext)."""
+    from babel.messages.pofile import read_po
+
+    from grader.grading import _signature_problem
+    from grader.i18n import counted
+    plural_marker = re.compile(r"[a-z]\(s\)")
+    for path in (ROOT / "grader/translations/grader.pot", ROOT / "web/translations/messages.pot"):
+        with open(path, "rb") as f:
+            ids = [i for m in read_po(f) if m.id for i in ((m.id,) if isinstance(m.id, str) else m.id)]
+        assert not [i for i in ids if plural_marker.search(i.replace("exp(s)", ""))], path
+    task = type("Task", (), {"positional": 3, "keywords": ()})()
+    one = _signature_problem(task, [{"name": "q", "kind": "POSITIONAL_OR_KEYWORD", "has_default": False}])
+    assert str(one) == "your function takes 1 positional argument but the task passes 3"
+    assert render(one, "ru") == "ваша функция принимает позиционных аргументов: 1, а задача передаёт 3"
+    many = counted(2, "{n} correct option", "{n} correct options", n=2)
+    assert str(many) == "2 correct options"
