@@ -23,7 +23,7 @@ Only what the parent has shown to hold may be forgiven, so a file cannot buy a k
 """
 from __future__ import annotations
 
-from .i18n import N_, T
+from .i18n import N_, T, counted
 
 NEVER_FORGIVEN = {"nondeterministic"}  # bugs that never make another check a knock-on
 
@@ -156,9 +156,7 @@ def summary(checks: list, causes: list[dict]) -> str:
 
 
 def _counted(n: int, one: str, many: str, **args) -> T:
-    """The sentence for ``n`` things: English has two forms; each is its own catalogue entry, and
-    the translations word them so that one form fits every count ("найдено ошибок — {n}")."""
-    return T(one if n == 1 else many, n=n, **args)
+    return counted(n, one, many, n=n, **args)
 
 
 def _bug(name: str, explanation):

@@ -8,7 +8,7 @@ import sys
 import click
 
 from . import userconfig
-from .i18n import LANGUAGES, T, gettext_for, render
+from .i18n import LANGUAGES, N_, T, gettext_for, render
 
 LANG_HELP = ("Language of the output: en, ru or zh [default: `attn-grader config set lang`, "
              "else LANG/LC_ALL, else en].")
@@ -16,6 +16,11 @@ PUBLIC_SEED = 20240607  # the local pre-check's inputs; the server's seed is a s
 # The service's default ATTN_GRADER_MAX_SUBMISSION_BYTES: a file the pre-check passes but the
 # server refuses would cost the student a surprise at the deadline.
 SERVER_LIMIT_BYTES = 64 * 1024
+# What each sandbox level gives, for the report's last line: the level's name stays as typed (it is
+# a value of --sandbox), what it means is said in the reader's language. "auto" is what auto fell
+# back to without the outer wall (namespaces, or a plain subprocess with limits): strict when whole.
+SANDBOX_ISOLATION = {"local": N_("no isolation"), "none": N_("no isolation"),
+                     "auto": N_("partial isolation"), "strict": N_("full isolation")}
 
 
 def _task_choice():
@@ -149,7 +154,8 @@ def _fail(as_json, task, message, lang=None):
         click.echo(json.dumps({"task": task, "score": 0, "max_score": 100, "passed": False,
                                "checks": [], "error": message}))
     else:
-        click.echo(gettext_for(lang)("Error: {message}").format(message=message), err=True)
+        _ = gettext_for(lang)
+        click.echo(_("Error: {message}").format(message=message), err=True)
     sys.exit(1)
 
 
@@ -181,17 +187,13 @@ def _notebook_cells(report, script, task):
 
 def _grade_with_progress(source, task, seed, sandbox, device, file, lang=None):
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn
 
-    from .grading import grade_source
+    from .console import progress_bar
+    from .grading import grade_source, progress_steps
+    from .tasks import get_task
 
-    console = Console(stderr=True)
-    checking = gettext_for(lang)("checking")
-    with Progress(TextColumn(f"[bold]{checking}[/] {{task.description}}"), BarColumn(),
-                  TextColumn("{task.completed}/{task.total}"),
-                  console=console, transient=True) as bar:
-        job = bar.add_task(file, total=None)
-
+    bar, job = progress_bar(Console(stderr=True), file, progress_steps(get_task(task)), lang)
+    with bar:
         def progress(check_id, done, total):
             bar.update(job, description=check_id, completed=done, total=total)
 
@@ -267,9 +269,12 @@ def _print_report(report, file, seed, lang=None):
         console.print(Text(render(report.error, lang), style="red"))
     for w in report.warnings:
         console.print(Text(_("note: {warning}").format(warning=render(w, lang)), style="yellow"))
+    level = report.sandbox or "n/a"
+    sandbox = _("{level}, {isolation}").format(level=level, isolation=_(SANDBOX_ISOLATION[level])) \
+        if level in SANDBOX_ISOLATION else level
     console.print(Text(_("inputs from the public seed {seed}; the server grades on secret inputs of the same kind, "
-                         "the same for the same file (grader {version}, sandbox {sandbox})").format(
-        seed=seed, version=__import__('grader').GRADER_VERSION, sandbox=report.sandbox or "n/a"), style="dim"))
+                         "the same for the same file (grader {version}; sandbox: {sandbox})").format(
+        seed=seed, version=__import__('grader').GRADER_VERSION, sandbox=sandbox), style="dim"))
 
 
 class _TaskOrCommand(click.Group):
@@ -314,11 +319,14 @@ def tasks(ctx, lang):
     from rich.text import Text
 
     from .tasks import TASKS
+    lang = userconfig.language(lang)
+    _ = gettext_for(lang)
     console = Console()
     for t in TASKS.values():
         # Text, not markup: a course package's title may contain brackets
-        console.print(Text.assemble((t.id, "bold"), f"  {t.title}: define {t.function}()  "
-                                    f"(attn-grader tasks {t.id} for the full spec)"))
+        console.print(Text.assemble((t.id, "bold"), "  ", _("{title}: define {function}()  (attn-grader tasks {task} "
+                                                            "for the full spec)").format(
+            title=t.title_in(lang), function=t.function, task=t.id)))
 
 
 @tasks.command("validate")
@@ -353,11 +361,15 @@ def validate_command(path, seeds, sandbox, as_json):
 @click.command("template")
 @click.argument("task", type=_task_choice())
 @click.option("--notebook", is_flag=True, help="Print a Jupyter notebook (.ipynb) instead of a .py file.")
-def template(task, notebook):
+@click.option("--lang", type=click.Choice(LANGUAGES), default=None,
+              help="Language of the starter's comments and docstrings (the code is the same in each): "
+                   "en, ru or zh [default: `attn-grader config set lang`, else LANG/LC_ALL, else en].")
+def template(task, notebook, lang):
     """Print a starter file for TASK (redirect it into your .py or, with --notebook, .ipynb file)."""
+    lang = userconfig.language(lang)
     if notebook:
         from .notebook import template_notebook
-        click.echo(template_notebook(task), nl=False)
+        click.echo(template_notebook(task, lang), nl=False)
         return
     from .tasks import template as read_template
-    click.echo(read_template(task), nl=False)
+    click.echo(read_template(task, lang), nl=False)

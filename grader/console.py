@@ -124,14 +124,27 @@ def print_source_caret(console, checks: list[dict]) -> None:
             return
 
 
+def progress_bar(console, file: str, total: int, lang: str | None):
+    """The pre-check's transient bar and its one job; the job counts its ``total`` steps from the
+    first frame ("0/31", never "0/None": review 3, P18)."""
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    _ = gettext_for(lang)
+    checking = _("checking")
+    bar = Progress(TextColumn(f"[bold]{checking}[/] {{task.description}}"), BarColumn(),
+                   TextColumn("{task.completed}/{task.total}"), console=console, transient=True)
+    return bar, bar.add_task(file, total=total)
+
+
 def score_line(score, max_score, passed: bool, lang: str | None, late: bool = False) -> Text:
     _ = gettext_for(lang)
     colour = "green" if passed else "red"
     said = _("all scored checks passed") if passed else _("some checks failed")
     late = _(", late") if late else ""
+    # the brackets are the language's own: full-width in Chinese, beside the other messages' (review 3: P18)
     return Text.assemble((_("score {score}/{max_score}").format(score=f"{score or 0:g}",
                                                                max_score=f"{max_score or 0:g}"),
-                          f"bold {colour}"), f" ({said}{late})")
+                          f"bold {colour}"), _(" ({verdict})").format(verdict=said + late))
 
 
 def error_not_in_checks(error, checks: list[dict]) -> bool:

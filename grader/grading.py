@@ -23,7 +23,7 @@ from .jsonsafe import json_safe
 from .checks.fingerprint import fresh_samples, kernel_output
 from .checks.diagnosis import name_the_rest
 from .checks.input_space import drawn_edges
-from .i18n import T, entry
+from .i18n import N_, T, counted, entry
 from .sandbox import SandboxSession
 from .scoring import Facts, gate_closed, score, task_points
 from .tasks import Task, registry
@@ -113,8 +113,9 @@ def _signature_problem(task, params) -> str | None:
     var_pos = any(p["kind"] == "VAR_POSITIONAL" for p in params)
     var_kw = any(p["kind"] == "VAR_KEYWORD" for p in params)
     if len(positional) < task.positional and not var_pos:
-        return T("your function takes {got} positional argument(s) but the task passes {want}",
-                 got=len(positional), want=task.positional)
+        return counted(len(positional), N_("your function takes {got} positional argument but the task passes {want}"),
+                       N_("your function takes {got} positional arguments but the task passes {want}"),
+                       got=len(positional), want=task.positional)
     extra = positional[task.positional:] + [p for p in params if p["kind"] == "KEYWORD_ONLY"]
     names = {p["name"] for p in extra if p["kind"] != "POSITIONAL_ONLY"}
     missing = [k for k in task.keywords if k not in names and not var_kw]
@@ -123,9 +124,16 @@ def _signature_problem(task, params) -> str | None:
                  names=", ".join(missing))
     required = [p["name"] for p in extra if not p["has_default"] and p["name"] not in task.keywords]
     if required:
-        return T("parameter(s) {names} need a default value: the grader never passes them",
-                 names=", ".join(required))
+        return counted(len(required), N_("parameter {names} needs a default value: the grader never passes it"),
+                       N_("parameters {names} need a default value: the grader never passes them"),
+                       names=", ".join(required))
     return None
+
+
+def progress_steps(task: Task) -> int:
+    """How many steps grading ``task`` reports to ``progress``: loading (source, import, signature),
+    then each check. The pre-check's bar knows it before its first frame."""
+    return 3 + len(task.checks)
 
 
 def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "auto", device: str = "cpu",
@@ -159,7 +167,7 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
     # The server passes server_seed (derived from its secret and the submission's content: the same
     # code always meets the same inputs, which no student can compute); it is never echoed.
     secret = server_seed if server_seed is not None else (seed if seed is not None else secrets.randbits(62))
-    total = 3 + len(t.checks)
+    total = progress_steps(t)
 
     def add(check_id, passed, message, details=None):  # a verdict: its points are scoring.score's
         report.checks.append(CheckResult(check_id, passed, 0, max_points.get(check_id, 0), message, details or {}))

@@ -94,6 +94,13 @@ def joined(parts, separator: str = " ") -> T:
     return _rebuild(template, {f"p{i}": part for i, part in enumerate(parts)})
 
 
+def counted(n: int, one: str, many: str, /, **args) -> T:
+    """The sentence for ``n`` things, never "(s)": English has two forms, each its own catalogue
+    entry (mark both with ``N_``); the translations word them so that one form fits every count
+    ("найдено ошибок: {n}"), since a report stores the English template it was made with."""
+    return T(one if n == 1 else many, **args)
+
+
 def N_(text: str) -> str:
     """Marks a constant for extraction; ``render`` translates it by its English text."""
     return text

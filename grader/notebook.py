@@ -192,7 +192,7 @@ def annotate_report(report, script: str) -> CellMap:
     return cells
 
 
-def template_notebook(task_id: str) -> str:
+def template_notebook(task_id: str, lang: str | None = None) -> str:
     """The task's starter notebook: the spec as a markdown cell, then the .py template's code.
 
     Built from the same files as ``attn-grader template`` so the two starters never disagree.
@@ -202,8 +202,8 @@ def template_notebook(task_id: str) -> str:
 
     from .tasks import spec_markdown, template
 
-    code = template(task_id).replace(".py --task", ".ipynb --task")
-    notebook = new_notebook(cells=[new_markdown_cell(spec_markdown(task_id), id="task-spec"),
+    code = template(task_id, lang).replace(".py --task", ".ipynb --task")
+    notebook = new_notebook(cells=[new_markdown_cell(spec_markdown(task_id, lang), id="task-spec"),
                                    new_code_cell(code.rstrip(), id="your-code")],
                             metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                      "language": "python"},

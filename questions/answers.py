@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from grader.i18n import T, entry, joined
+from grader.i18n import N_, T, counted, entry, joined
 
 from . import expr
 from .messages import CORRECT, INCORRECT, bank_text, number
@@ -172,7 +172,8 @@ def grade_answer(question: Question, seed: int, answer, lang: str = "en", *,
                  T("Partly correct: {got} of {total}.", got=len(chosen & right), total=len(right))]
         lines += [_option_feedback(question, oid, env) for oid in ids if oid in chosen]
         if right - chosen:
-            lines.append(T("You left out {n} correct option(s).", n=len(right - chosen)))
+            lines.append(counted(len(right - chosen), N_("You left out {n} correct option."),
+                                 N_("You left out {n} correct options."), n=len(right - chosen)))
         return result(fraction, ok, joined(lines, "\n"), lines[0])
     if kind == "numeric":
         value = parse_number(answer, lang)

@@ -286,3 +286,42 @@ def test_an_explained_failure_keeps_its_pictures_unfolded(env):
         described = describe_checks(checks)
     assert [c.get("open", False) for c in described] == [True, True]
     assert [c["state"] for c in described] == ["fail", "explained"]
+
+
+def test_counts_read_as_russian_plurals_for_one_few_and_many(env, ada, prof):
+    """P17: "(s)" plurals became ngettext; Russian has three forms (1 решение, 3 решения, 5 решений),
+    as the catalogue's Plural-Forms header declares them."""
+    from flask_babel import force_locale, ngettext
+    from web.services.users import find_user
+    with db_session(env) as session:
+        find_user(session, "prof@example.org").locale = "ru"
+        session.commit()
+    submitted = 0
+    for n, button in ((1, "Перепроверить 1 решение"), (3, "Перепроверить 3 решения"), (5, "Перепроверить 5 решений")):
+        while submitted < n:
+            ada.post("/tasks/sdpa", data={"code": f"def scaled_dot_product_attention(q, k, v): ...  # {submitted}\n"})
+            submitted += 1
+        page = prof.post("/instructor/assignments/sdpa/regrade").get_data(as_text=True)
+        assert re.search(rf">\s*{button}\s*<", page) and "(s)" not in page, page
+    with env.app.test_request_context(), force_locale("ru"):
+        awaiting = [ngettext("%(num)d answer awaits grading.", "%(num)d answers await grading.", n) for n in (1, 3, 5)]
+        kept = [ngettext("%(num)d score you overrode by hand stays as you set it.",
+                         "%(num)d scores you overrode by hand stay as you set them.", n) for n in (1, 3, 21)]
+    assert awaiting == ["1 ответ ждёт проверки.", "3 ответа ждут проверки.", "5 ответов ждут проверки."]
+    assert [k.split(",")[0] for k in kept] == ["1 оценка", "3 оценки", "21 оценка"]
+
+
+def test_the_editor_and_the_starter_file_speak_the_readers_language(env, ada):
+    """P18: the starter's comments and docstring follow the reader, on the page as in the CLI."""
+    from html import unescape
+
+    from grader.tasks import template
+    from web.services.users import find_user
+    assert template("sdpa", "en") in unescape(ada.get("/tasks/sdpa").get_data(as_text=True))
+    with db_session(env) as session:
+        find_user(session, "ada@example.org").locale = "ru"
+        session.commit()
+    page = unescape(ada.get("/tasks/sdpa").get_data(as_text=True))
+    assert template("sdpa", "ru") in page and "Check it locally with" not in page
+    starter = ada.get("/tasks/sdpa/starter.py").get_data(as_text=True)
+    assert starter == template("sdpa", "ru") and "Проверьте локально:" in starter

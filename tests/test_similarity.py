@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from sqlalchemy import func, select
 
 from pages_support import db_session, env, prof, sign_in  # noqa: F401  (fixtures)
@@ -28,11 +29,11 @@ def disguised(code: str) -> str:
     return "# Homework 3, all my own work\n" + "\n".join(lines) + "\n"
 
 
-def from_template(body: list[str]) -> str:
-    """The sdpa template with its placeholder lines replaced by ``body``."""
+def from_template(body: list[str], lang: str = "en") -> str:
+    """The sdpa template (in ``lang``) with its placeholder lines replaced by ``body``."""
     from grader.tasks import template
 
-    lines = [line for line in template("sdpa").splitlines()
+    lines = [line for line in template("sdpa", lang).splitlines()
              if not line.strip().startswith(("scores = ...", "weights = ...", "return ..."))]
     return "\n".join(lines + [f"    {line}" for line in body]) + "\n"
 
@@ -65,6 +66,22 @@ def test_the_templates_own_code_is_not_evidence():
     copied = similarity.similar_pairs({1: one, 2: one.replace("weights", "w")}, similarity.template_fingerprints(
         "sdpa"), 0.5, similarity.template_text("sdpa"))
     assert len(copied) == 1 and copied[0]["similarity_a"] > 0.9
+
+
+@pytest.mark.parametrize("lang", ["ru", "zh"])
+def test_the_starter_in_the_readers_language_is_not_evidence_either(lang):
+    """The editor opens with the reader's starter (review 3, P18): two Russian students who kept
+    its docstring and comments share them as two English students share the English ones."""
+    one = from_template(["scores = query @ key.transpose(-2, -1) * (scale or 1 / math.sqrt(query.shape[-1]))",
+                         "weights = torch.softmax(scores, dim=-1)", "return weights @ value"], lang)
+    two = from_template(["s = torch.einsum('...le,...se->...ls', query, key) / math.sqrt(query.size(-1))",
+                         "if attn_mask is not None:", "    s = s + attn_mask",
+                         "return torch.einsum('...ls,...sv->...lv', s.softmax(-1), value)"], lang)
+    english_only = similarity.similar_pairs({1: one, 2: two}, [], 0.0, similarity.template_text("sdpa"))
+    assert max(english_only[0]["similarity_a"], english_only[0]["similarity_b"]) > 0.3  # the starter alone
+    every = similarity.similar_pairs({1: one, 2: two}, similarity.template_fingerprints("sdpa"), 0.0,
+                                     similarity.template_texts("sdpa"))
+    assert not every or max(every[0]["similarity_a"], every[0]["similarity_b"]) < 0.2, every
 
 
 def test_blanking_the_template_keeps_every_offset():

@@ -27,6 +27,15 @@ class Fail(Exception):
         self.message, self.details = message, details or {}
 
 
+def with_cause(message, cause) -> T:
+    """``message`` and then its likely cause, as a sentence of its own. The one place that puts
+    the stop between them: a message without one ran into its cause ("...keys 0..i Likely
+    cause: ...", review 3: P17), and one with a stop must not get a second."""
+    if str(message).rstrip().endswith((".", "?", "!")):
+        return T("{message} Likely cause: {cause}.", message=message, cause=cause)
+    return T("{message}. Likely cause: {value}.", message=message, value=cause)
+
+
 class StudentFailure(Exception):
     """The student's function raised, crashed or timed out."""
 

@@ -25,6 +25,7 @@ import math
 import torch
 
 from reference_impl import multi_head_attention, scaled_dot_product_attention
+from .base import with_cause
 from .variants import attend, explain
 from ..i18n import T
 
@@ -305,7 +306,7 @@ def name_the_rest(checks: list, ctx, task) -> None:
             found = None
         if found:
             c.details["diagnosis"], c.details["explanation"] = found
-            c.message = T("{message} Likely cause: {cause}.", message=c.message, cause=found[1])
+            c.message = with_cause(c.message, found[1])
 
 
 def _diagnose(ctx, task, check):

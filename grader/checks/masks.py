@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from reference_impl import attention_weights, scaled_dot_product_attention
-from .base import Fail, heatmap
+from .base import Fail, heatmap, with_cause
 from .calls import record_bug, run_mha, run_sdpa
 from .inputs import weights_from
 from .tolerance import PROPERTY_TOLERANCE, relative_error
@@ -127,10 +127,10 @@ def causal_future(ctx):
         if name:
             record_bug(ctx, name, details)
             ctx.attention_seen = True  # attention with a known bug is still attention
-        raise Fail(T("changing keys and values at positions {p}..{value} changed the output "
-                     "of query {row} by {worst:.3g}: with is_causal=True query i may only "
-                     "see keys 0..i", p=p, value=L - 1, row=row, worst=worst)
-                   + (T(" Likely cause: {cause}.", cause=explain(name)) if name else ""), details)
+        message = T("changing keys and values at positions {p}..{value} changed the output "
+                    "of query {row} by {worst:.3g}: with is_causal=True query i may only "
+                    "see keys 0..i", p=p, value=L - 1, row=row, worst=worst)
+        raise Fail(with_cause(message, explain(name)) if name else message, details)
     return T("changing future keys and values leaves earlier outputs unchanged")
 
 

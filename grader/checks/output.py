@@ -6,7 +6,7 @@ import torch
 from reference_impl import scaled_dot_product_attention
 from .base import Fail
 from .calls import run_sdpa, sdpa_out_shape
-from ..i18n import T
+from ..i18n import N_, T, counted
 
 
 def dims(ctx):
@@ -102,8 +102,10 @@ def check_returned(ctx, result, expected_shape, dtype, ref=None) -> str:
     if ref is not None:
         bad = torch.isfinite(ref) & ~torch.isfinite(out.double())
         if bad.any():
-            raise Fail(T("{value} output value(s) are NaN or infinite where the reference is "
-                         "finite", value=int(bad.sum())), {"first_bad_index": [int(i) for i in bad.nonzero()[0]]})
+            n = int(bad.sum())
+            raise Fail(counted(n, N_("{value} output value is NaN or infinite where the reference is finite"),
+                               N_("{value} output values are NaN or infinite where the reference is finite"), value=n),
+                       {"first_bad_index": [int(i) for i in bad.nonzero()[0]]})
     return T("a plain {value} tensor of shape {expected_shape} on {want}",
              value=str(dtype).replace('torch.', ''), expected_shape=tuple(expected_shape), want=want)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..i18n import T
+from ..i18n import N_, T, counted
 
 # Rounding floors relative to max(1, max|reference|), by the dtype the submission ran in.
 # float64's floor admits float32-rounded constants (torch.sqrt(torch.tensor(d_k))), which are
@@ -44,8 +44,10 @@ class Comparison:
 
     def describe(self) -> T:
         if self.nonfinite:
-            return T("{count} value(s) are NaN or infinite where the reference is finite (first at index "
-                     "{where})", count=self.nonfinite, where=self.where)
+            return counted(self.nonfinite, N_("{count} value is NaN or infinite where the reference is finite "
+                                              "(first at index {where})"),
+                           N_("{count} values are NaN or infinite where the reference is finite (first at index "
+                              "{where})"), count=self.nonfinite, where=self.where)
         return T("largest difference from the reference is {error:.3g} at index {where} (yours {got:.6g}, "
                  "expected {expected:.6g}; allowed {bound:.2g})", error=self.max_error, where=self.where,
                  got=self.got, expected=self.expected, bound=self.bound)

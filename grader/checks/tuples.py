@@ -11,7 +11,7 @@ from typing import Callable
 
 import torch
 
-from .base import Fail
+from .base import Fail, with_cause
 from .tolerance import OUTPUT_MULTIPLIER, allowance, compare, relative_error
 from .variants import identify
 from ..i18n import T
@@ -45,7 +45,7 @@ def judge(ctx, spec: Outputs, args: tuple, kwargs: dict, *, shapes: list, ref64,
         name, shape = miss.details.get("output"), miss.details.get("output_shape")
         cause = shape_hint(name, shape) if shape_hint and name and shape else None
         if cause:
-            raise Fail(T("{message}. Likely cause: {value}.", message=miss.message, value=spec.explain(cause)),
+            raise Fail(with_cause(miss.message, spec.explain(cause)),
                        {**miss.details, "diagnosis": cause}) from None
         raise
     dtype = args[0].dtype

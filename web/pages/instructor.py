@@ -364,10 +364,10 @@ def question_bank():
     bank = _bank()
     if form.validate_on_submit():
         bank, problems = review.reload_bank(run_code=bool(request.form.get("run_code")))
-        flash(ngettext("Question bank reloaded: %(num)d questions, %(problems)d problem(s).",
-                       "Question bank reloaded: %(num)d questions, %(problems)d problem(s).",
-                       len(bank), problems=len(problems)),
-              "success" if not problems else "error")
+        found = ngettext("%(num)d problem found.", "%(num)d problems found.", len(problems)) if problems \
+            else gettext("No problems found.")
+        flash(ngettext("Question bank reloaded: %(num)d question.", "Question bank reloaded: %(num)d questions.",
+                       len(bank)) + " " + found, "success" if not problems else "error")
     quizzes_using = {a.slug: set(a.question_ids or []) for a in _course().assignments
                      if a.kind == "quiz"}
     return render_template("instructor/questions.html", bank=bank, problems=problems,

@@ -71,7 +71,7 @@ def task(slug: str):
             return redirect(url_for("student.submission", submission_id=sub.id))
     history = progress.history(session, current_user.id, assignment.id)
     if not form.is_submitted():
-        form.code.data = history[0].code if history else spec.template
+        form.code.data = history[0].code if history else spec.template_in(interface_language())
     standing = progress.standing(session, current_user, assignment)
     spec_text, spec_lang = spec.spec_in(interface_language())
     return render_template("student/task.html", assignment=assignment, spec=spec,
@@ -96,7 +96,7 @@ def download(name: str):
 @login_required
 def starter(slug: str):
     assignment = _task_assignment(slug)
-    return Response(_task(assignment).template, mimetype="text/x-python",
+    return Response(_task(assignment).template_in(interface_language()), mimetype="text/x-python",
                     headers={"Content-Disposition": f"attachment; filename={assignment.task_id}.py"})
 
 
@@ -107,7 +107,7 @@ def starter_notebook(slug: str):
 
     assignment = _task_assignment(slug)
     _task(assignment)
-    return Response(template_notebook(assignment.task_id), mimetype="application/x-ipynb+json",
+    return Response(template_notebook(assignment.task_id, interface_language()), mimetype="application/x-ipynb+json",
                     headers={"Content-Disposition":
                              f"attachment; filename={assignment.task_id}.ipynb"})
 

@@ -77,30 +77,43 @@ def blank_template_lines(code: str, template_text: str) -> str:
     return "".join(lines)
 
 
-def template_text(task_id: str | None) -> str:
+def template_text(task_id: str | None, lang: str | None = None) -> str:
     from grader.tasks import TASK_IDS, template
 
-    return template(task_id) if task_id in TASK_IDS else ""
+    return template(task_id, lang) if task_id in TASK_IDS else ""
+
+
+def template_texts(task_id: str | None) -> list[str]:
+    """The task's starter in every language: the editor opens with the reader's, so two students
+    who kept its Russian docstring share it as they would share the English one."""
+    from grader.i18n import LANGUAGES
+
+    return list(dict.fromkeys(text for lang in LANGUAGES if (text := template_text(task_id, lang))))
 
 
 def template_fingerprints(task_id: str | None):
-    """The task template's k-gram hashes (every one, not winnowed), as copydetect's boilerplate."""
-    if not task_id:
+    """The task templates' k-gram hashes (every one, not winnowed, of each language's starter), as
+    copydetect's boilerplate."""
+    texts = template_texts(task_id)
+    if not texts:
         return []
-    from grader.tasks import TASK_IDS, template
-
-    if task_id not in TASK_IDS:
-        return []
-    return np.unique(np.array(list(CodeFingerprint("template.py", NOISE_THRESHOLD, 1, language="python",
-                                                   fp=io.StringIO(template(task_id))).hashes)))
+    return np.unique(np.concatenate([np.array(list(CodeFingerprint(
+        "template.py", NOISE_THRESHOLD, 1, language="python", fp=io.StringIO(text)).hashes)) for text in texts]))
 
 
-def similar_pairs(codes: dict[int, str], boilerplate, threshold: float, template: str = "") -> list[dict]:
+def similar_pairs(codes: dict[int, str], boilerplate, threshold: float, template: str | list[str] = "") -> list[dict]:
     """Pairs of ``codes`` (id -> source) sharing at least ``threshold`` of either file, most
     similar first: {"a", "b", "similarity_a", "similarity_b", "tokens", "slices_a", "slices_b"}.
-    ``boilerplate`` (fingerprints) and ``template`` (its text, whose lines are blanked) are left out."""
-    prints = {key: _fingerprint(blank_template_lines(code, template), boilerplate)
-              for key, code in codes.items()}
+    ``boilerplate`` (fingerprints) and ``template`` (its text, or each language's, whose lines are
+    blanked) are left out."""
+    templates = [template] if isinstance(template, str) else list(template)
+
+    def blanked(code: str) -> str:
+        for text in templates:  # a blanked line is spaces: the next language's lines never match it
+            code = blank_template_lines(code, text)
+        return code
+
+    prints = {key: _fingerprint(blanked(code), boilerplate) for key, code in codes.items()}
     pairs = []
     for a, b in combinations(sorted(prints), 2):
         tokens, (sim_a, sim_b), (slices_a, slices_b) = compare_files(prints[a], prints[b])
@@ -162,7 +175,7 @@ def compute_report(engine, report_id: int) -> None:
         task_id = assignment.task_id
         threshold = report.threshold
     try:
-        pairs = similar_pairs(codes, template_fingerprints(task_id), threshold, template_text(task_id))
+        pairs = similar_pairs(codes, template_fingerprints(task_id), threshold, template_texts(task_id))
         error = None
     except Exception as exc:  # a report that says it failed beats one computing forever
         log.exception("similarity report %s failed", report_id)
