@@ -9,7 +9,8 @@ from service_support import fake_grade
 from web.db import session_factory
 from web.dispatch import claim as claims
 from web.services.grading import record_job_failure, record_job_result
-from web.dispatch.reconciler import HOST_LOST, reconcile
+from web.models import HOST_LOST
+from web.services.grading import reconcile_jobs as reconcile
 from web.dispatch.worker import GradingWorker
 from web.models import GradingJob, User, utcnow
 from web.services.courses import find_assignment

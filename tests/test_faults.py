@@ -510,6 +510,7 @@ def test_a_grading_run_that_never_returns_is_given_up_and_its_worker_restarted(s
     """The sandbox bounds student code; this is the backstop if grading itself wedges."""
     from web.dispatch.supervisor import Supervisor, worker_specs
     from web.dispatch.worker import EXIT_STUCK
+    from web.housekeeping import host_round
 
     stack = sqlite_stack
     stuck = stack.post("# ID=wedged\n# SLEEP=1000\n").get_json()["id"]
@@ -517,7 +518,7 @@ def test_a_grading_run_that_never_returns_is_given_up_and_its_worker_restarted(s
     monkeypatch.setenv("PYTHONPATH", env_for(stack.config)["PYTHONPATH"])
     monkeypatch.setenv("ATTN_TEST_GRADE_LOG", str(stack.log))
     config = {**stack.config, "MAX_GRADE_SECONDS": 1.5, "QUEUED_STALE_SECONDS": 1.0}
-    supervisor = Supervisor(config, worker_specs(1, prefix="wedge"))
+    supervisor = Supervisor(config, worker_specs(1, prefix="wedge"), housekeeping=host_round)
     exits = []
     original = supervisor._spawn
 
