@@ -95,7 +95,7 @@ def record_result(session: Session, submission: Submission, data: dict, *, kind:
     if rows:
         session.execute(insert(StoredCheck), rows)
     session.expire(result, ["checks"])  # read back from the database if anyone asks
-    submission.status = "done"
+    submission.status = JobStatus.DONE
     submission.score = effective_score(submission, result.score)
     submission.max_score = result.max_score
     submission.grader_version = result.grader_version
