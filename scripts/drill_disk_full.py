@@ -6,7 +6,7 @@ Phase 1, the database's disk. A PostgreSQL cluster of the drill's own lives on a
 ``--disk-mb`` MiB (data and WAL, as on a one-disk host). Submissions are accepted with no
 worker running, so they wait in the queue; then a file fills the disk, a burst of
 submissions arrives, and a worker starts while the disk is full. The disk is freed again.
-Figures: every answer during the fault (never a 500: 507 with Retry-After is the documented
+Figures: every answer during the fault (never a 500: 503 with Retry-After is the documented
 answer), how long until the service accepts again, whether the submissions accepted before
 the fault are graded after it, and that nothing is half-written (every submission has its
 job, every result its checks, no row for a refused upload).
@@ -46,6 +46,7 @@ def phase_database(args, folder: Path) -> dict:
                 code, body = service.submit()
                 answers.append(code)
                 during.append({"status": code, "error": body.get("error"),
+                               "retry_after": service.retry_after,
                                "public_id": body.get("public_id")})
                 time.sleep(0.2)
             health = service.get("/healthz")
@@ -76,6 +77,10 @@ def phase_database(args, folder: Path) -> dict:
                 "accepted_before_fault": len(before_ids),
                 "answers_during_fault": {str(c): answers.count(c) for c in sorted(set(answers))},
                 "answers_500": answers.count(500),
+                "refusals_without_retry_after": sum(1 for d in during if d["status"] != 202
+                                                    and not d["retry_after"]),
+                "retry_after_during_fault": sorted({d["retry_after"] for d in during
+                                                    if d["retry_after"]}),
                 "first_error_during_fault": next((d["error"] for d in during if d["error"]), None),
                 "healthz_during_fault": health,
                 "read_of_an_old_submission_during_fault": reading,

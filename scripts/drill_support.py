@@ -158,12 +158,15 @@ class Service:
     # -- the API -------------------------------------------------------------------------------
     def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
         data = json.dumps(body).encode() if body is not None else None
+        self.retry_after = None
         req = urllib.request.Request(self.base + path, data=data, method=method, headers={
             "Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(req, timeout=30) as resp:
+                self.retry_after = resp.headers.get("Retry-After")
                 return resp.status, _json(resp.read())
         except urllib.error.HTTPError as exc:
+            self.retry_after = exc.headers.get("Retry-After")  # what a refusal tells the client
             return exc.code, _json(exc.read())
         except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
             return 0, {"error": str(exc)}

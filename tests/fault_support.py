@@ -143,7 +143,7 @@ class ReconcilerThread:
         self.thread = threading.Thread(target=self._loop, daemon=True, name="test-reconciler")
 
     def _loop(self) -> None:
-        from web.dispatch.reconciler import reconcile
+        from web.services.grading import reconcile_jobs as reconcile
 
         while not self.stop_event.wait(self.interval):
             try:

@@ -9,7 +9,8 @@ from service_support import fake_grade
 from web.db import session_factory
 from web.dispatch import claim as claims
 from web.services.grading import record_job_failure, record_job_result
-from web.dispatch.reconciler import HOST_LOST, reconcile
+from web.models import HOST_LOST
+from web.services.grading import reconcile_jobs as reconcile
 from web.dispatch.worker import GradingWorker
 from web.models import GradingJob, User, utcnow
 from web.services.courses import find_assignment
@@ -443,7 +444,8 @@ def test_a_claim_or_store_waits_out_an_unreachable_database_but_not_a_full_disk(
 
 
 def test_job_statuses_are_constrained_values(service):
-    """Statuses are ``JobStatus`` members, and the database refuses any other word."""
+    """Statuses are ``JobStatus`` members, and the database refuses any other word, on the job
+    and on the submission that mirrors it."""
     from sqlalchemy import text
     from sqlalchemy.exc import IntegrityError
 
@@ -454,5 +456,9 @@ def test_job_statuses_are_constrained_values(service):
     with pytest.raises(IntegrityError, match="ck_grading_jobs_status|CHECK constraint"):
         with service.engine.begin() as conn:
             conn.execute(text("UPDATE grading_jobs SET status = 'finished'"))
+    with pytest.raises(IntegrityError, match="ck_submissions_status|CHECK constraint"):
+        with service.engine.begin() as conn:
+            conn.execute(text("UPDATE submissions SET status = 'graded'"))
     with service.engine.begin() as conn:
         conn.execute(text("UPDATE grading_jobs SET status = :s"), {"s": JobStatus.DONE})
+        conn.execute(text("UPDATE submissions SET status = :s"), {"s": JobStatus.DONE})

@@ -157,7 +157,7 @@ def test_each_gpu_worker_process_sees_only_its_gpu(monkeypatch):
 
     monkeypatch.setattr("web.dispatch.supervisor.subprocess.Popen", FakePopen)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")  # the host's, not the worker's
-    supervisor = Supervisor({"DATABASE_URL": "sqlite://"}, specs[2:], reconcile_jobs=False)
+    supervisor = Supervisor({"DATABASE_URL": "sqlite://"}, specs[2:])
     for spec in supervisor.specs:
         supervisor._spawn(spec)
     assert [(a[a.index("--queues") + 1], e["CUDA_VISIBLE_DEVICES"]) for a, e in launched] == \
@@ -167,7 +167,7 @@ def test_each_gpu_worker_process_sees_only_its_gpu(monkeypatch):
 def test_a_task_that_prefers_a_gpu_falls_back_to_the_cpu_queue(service):
     from datetime import timedelta
 
-    from web.dispatch.reconciler import reconcile
+    from web.services.grading import reconcile_jobs as reconcile
     from web.models import GradingJob, utcnow
 
     with session_factory(service.engine)() as session:

@@ -398,6 +398,7 @@ def test_the_real_grader_and_the_services_own_sender_deliver_a_full_score(lti):
     from service_support import wait_until
     from web.dispatch.supervisor import Supervisor
     from web.dispatch.worker import GradingWorker
+    from web.housekeeping import host_round
     from web.services.grading import load_grade_function
 
     env, tool, platform = lti
@@ -411,7 +412,7 @@ def test_the_real_grader_and_the_services_own_sender_deliver_a_full_score(lti):
                            grade_fn=load_grade_function("grader.grading:grade_source"))
     assert worker.run_once(("cpu",)) == "done"
 
-    supervisor = Supervisor(config, [], reconcile_jobs=True)  # serve --workers 0
+    supervisor = Supervisor(config, [], housekeeping=host_round)  # serve --workers 0
     supervisor.start()
     try:
         [score] = wait_until(lambda: platform.scores_for("lms-ada"), timeout=30,

@@ -11,7 +11,7 @@ from service_support import free_port
 from web import create_app
 from web.db import session_factory
 from web.dispatch import claim as claims
-from web.dispatch.reconciler import reconcile
+from web.services.grading import reconcile_jobs as reconcile
 from web.dispatch.worker import GradingWorker
 from web.models import GradingJob, User, utcnow
 from web.observability import configure_logging, log_context

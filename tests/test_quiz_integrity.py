@@ -145,7 +145,7 @@ def test_a_code_answer_pending_at_submission_is_totalled_when_graded(env, ada):
 
 def test_a_worker_lost_mid_job_leaves_the_answer_kept_with_the_reason(env, ada, prof):
     from web.dispatch import claim as claims
-    from web.dispatch.reconciler import reconcile
+    from web.services.grading import reconcile_jobs as reconcile
     from web.models import utcnow
 
     _set_quiz(env, [CODE])

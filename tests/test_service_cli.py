@@ -178,7 +178,8 @@ def test_regrade_of_one_submission_skips_one_already_queued(service):
 @pytest.mark.parametrize("service", ["sqlite"], indirect=True)
 def test_a_worker_dying_mid_regrade_leaves_the_job_graded_or_failed(service):
     from web.dispatch import claim as claims
-    from web.dispatch.reconciler import HOST_LOST, reconcile
+    from web.models import HOST_LOST
+    from web.services.grading import reconcile_jobs as reconcile
     from web.services.grading import record_job_result, report_to_dict
     from web.services.regrade import RETRY_BUDGET, queue_regrades
 

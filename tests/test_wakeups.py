@@ -49,7 +49,7 @@ def test_the_supervisor_starts_workers_with_their_thread_share(monkeypatch):
     monkeypatch.setattr("web.dispatch.supervisor.subprocess.Popen", FakePopen)
     monkeypatch.setattr("web.dispatch.threads.usable_cores", lambda: 2)
     supervisor = Supervisor({"DATABASE_URL": "sqlite://", "TORCH_THREADS": 0},
-                            worker_specs(2, prefix="host"), reconcile_jobs=False)
+                            worker_specs(2, prefix="host"))
     for spec in supervisor.specs:
         supervisor._spawn(spec)
     assert [(e["OMP_NUM_THREADS"], e["ATTN_GRADER_TORCH_THREADS"]) for e in launched] == \

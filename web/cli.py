@@ -87,6 +87,7 @@ def serve(host, port, workers, threads, demo):
 
     from . import create_app
     from .dispatch.supervisor import Supervisor, worker_specs
+    from .housekeeping import host_round
     from .services.demo import load_demo_credentials, seed_demo
 
     _logging("WARNING", access_lines=True)
@@ -113,7 +114,7 @@ def serve(host, port, workers, threads, demo):
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}"
                                    " (is another server using it? pick another with --port, or"
                                    f" `make run PORT={port + 1}` from the checkout)")
-    supervisor = Supervisor(config, worker_specs(workers))
+    supervisor = Supervisor(config, worker_specs(workers), housekeeping=host_round)
     supervisor.start()
     mode = "Dramatiq via " + config["BROKER_URL"] if config["BROKER_URL"] else "database queue"
     click.echo(f"attn-grader serving http://{host}:{port}/  ({workers} grading workers, {mode})")
@@ -154,6 +155,7 @@ def _visible_gpus() -> list[str]:
 def worker(queues, processes, gpus, reconcile):
     """Run grading workers on this host (one process per GPU for the gpu queue)."""
     from .dispatch.supervisor import Supervisor, worker_specs
+    from .housekeeping import host_round
 
     _logging()
     config = cli_config()
@@ -171,7 +173,8 @@ def worker(queues, processes, gpus, reconcile):
         if not gpu_ids:
             raise click.ClickException("--queues gpu: no GPU found (nvidia-smi -L lists none); "
                                        "pass --gpus 0,1 or drop the gpu queue")
-    supervisor = Supervisor(config, worker_specs(cpu, gpu_ids), reconcile_jobs=reconcile)
+    supervisor = Supervisor(config, worker_specs(cpu, gpu_ids),
+                            housekeeping=host_round if reconcile else None)
     supervisor.start()
     mode = "Dramatiq " + config["BROKER_URL"] if config["BROKER_URL"] else "database polling"
     click.echo(f"grading workers: {cpu} cpu, {len(gpu_ids)} gpu ({mode}); Ctrl-C stops")
@@ -191,7 +194,7 @@ def worker(queues, processes, gpus, reconcile):
 def reconcile(loop):
     """Re-notify lost or stale grading jobs; fail those that lost their host too often."""
     from .dispatch.broker import make_dispatcher
-    from .dispatch.reconciler import reconcile as run
+    from .services.grading import reconcile_jobs as run
 
     config = cli_config()
     engine = migrated_engine(config)

@@ -25,9 +25,9 @@ ROLES = ("student", "instructor")
 LATE_POLICIES = ("reject", "accept", "penalty")  # penalty: score * (1 - late_penalty)
 FEEDBACK_LEVELS = ("full", "score", "after_deadline")  # what a student sees of the checks
 class JobStatus(enum.StrEnum):
-    """A grading job's status: the only values ``grading_jobs.status`` takes (a CHECK
-    constraint holds the database to them). Members are strings, so they compare and store
-    as the plain words."""
+    """A grading job's status: the only values ``grading_jobs.status`` and the submission's
+    mirror of it, ``submissions.status``, take (CHECK constraints hold the database to them).
+    Members are strings, so they compare and store as the plain words."""
     QUEUED = "queued"
     RUNNING = "running"
     DONE = "done"
@@ -35,7 +35,8 @@ class JobStatus(enum.StrEnum):
 
 
 JOB_STATUSES = tuple(status.value for status in JobStatus)
-JOB_STATUS_CHECK = "status IN ('queued', 'running', 'done', 'failed')"  # migration 0011 too
+# grading_jobs' (migration 0011) and submissions' (0012, the job's mirrored) statuses
+JOB_STATUS_CHECK = "status IN ('queued', 'running', 'done', 'failed')"
 HOST_LOST = "grading host lost"  # the error of a job failed because its workers kept vanishing
 QUEUES = ("cpu", "gpu")
 # The jobs a worker may claim are among these: queued, or running with a lease that may have
@@ -190,7 +191,9 @@ class Assignment(Base):
 
 class Submission(Base):
     __tablename__ = "submissions"
-    __table_args__ = (Index("ix_submissions_assignment_user", "assignment_id", "user_id"),)
+    __table_args__ = (Index("ix_submissions_assignment_user", "assignment_id", "user_id"),
+                      # the job's status, mirrored (migration 0012)
+                      CheckConstraint(JOB_STATUS_CHECK, name="status"))
     id: Mapped[int] = mapped_column(primary_key=True)
     # What links and receipts name: never handed out twice, even after a restore (the id is).
     public_id: Mapped[str] = mapped_column(String(16), unique=True, index=True,
@@ -204,7 +207,7 @@ class Submission(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
     late: Mapped[bool] = mapped_column(Boolean, default=False)
     # Mirrors of the latest Result, so lists and score tables need no join.
-    status: Mapped[str] = mapped_column(String(10), default="queued")
+    status: Mapped[str] = mapped_column(String(10), default=JobStatus.QUEUED)  # JobStatus
     score: Mapped[float | None] = mapped_column(Float)
     max_score: Mapped[float | None] = mapped_column(Float)
     grader_version: Mapped[str | None] = mapped_column(String(40))

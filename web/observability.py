@@ -10,8 +10,11 @@
 - Metrics are computed from the database at scrape time, so one scrape of any web process
   shows the whole fleet: every web and worker process writes to the same tables, and no
   process-local counter has to be aggregated across gunicorn workers or hosts.
-- Database errors become JSON answers that say what happened: 503 while the database is
-  unreachable, 507 when its disk is full (nothing was stored; the client may retry).
+- Database errors become JSON answers that say what happened, always 503 with ``Retry-After``
+  (the service is briefly unable to store anything; nothing was stored, the client may retry):
+  the database unreachable (retry in 30 s) or its disk full (retry in 300 s), told apart by the
+  message. Not 507: that is WebDAV's "this resource cannot hold it", which clients and proxies
+  do not take for a temporary outage worth a retry.
 """
 from __future__ import annotations
 
@@ -168,6 +171,8 @@ STORE_FULL_MESSAGE = ("the submission store is full, so nothing was saved. Pleas
                       "later, and tell your instructor if it keeps happening.")
 DB_DOWN_MESSAGE = ("the database is unavailable right now: nothing was saved. Please try again "
                    "in a few seconds.")
+# A restarting database is back in seconds; freeing a disk takes an operator.
+DB_DOWN_RETRY_SECONDS, STORE_FULL_RETRY_SECONDS = 30, 300
 
 
 def is_disk_full(exc: BaseException) -> bool:
@@ -186,18 +191,18 @@ def _database_error(exc: SQLAlchemyError):
         except SQLAlchemyError:
             session.invalidate()
     if is_disk_full(exc):
-        status, message = 507, STORE_FULL_MESSAGE
+        message, retry_after = STORE_FULL_MESSAGE, STORE_FULL_RETRY_SECONDS
         log.critical("submission store full: %s", exc.__class__.__name__, exc_info=exc)
     else:
-        status, message = 503, DB_DOWN_MESSAGE
+        message, retry_after = DB_DOWN_MESSAGE, DB_DOWN_RETRY_SECONDS
         log.error("database unavailable: %s", getattr(exc, "orig", exc), exc_info=exc)
     if request.path.startswith("/api/") or request.accept_mimetypes.best == "application/json":
         response = jsonify(error=message, request_id=g.get("request_id"))
     else:
         response = Response(f"{message}\n(request id {g.get('request_id')})\n",
                             mimetype="text/plain")
-    response.status_code = status
-    response.headers["Retry-After"] = "30" if status == 503 else "300"
+    response.status_code = 503
+    response.headers["Retry-After"] = str(retry_after)
     return response
 
 

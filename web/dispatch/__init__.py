@@ -22,4 +22,8 @@ only a job id and says "claim this one now"; losing one costs a delay, never a j
   workers and for web requests waiting on a result.
 
 Regrades go through the same queue: ``web.services.regrade`` puts jobs back to ``queued``.
+
+Dispatch calls down, never up: these modules import ``web.db`` and ``web.models`` and each
+other, and take what a job's end writes as a function from their caller; ``worker``, a grading
+process's entry point, alone joins them to the services (``tests/test_dispatch_layers.py``).
 """

@@ -84,7 +84,7 @@ def _take(conn, job_condition, worker: str, lease_seconds: float, now) -> Claim 
                      worker=worker, quiz_try_id=row.quiz_try_id,
                      question_id=answer.question_id, seed=answer.seed, lang=answer.lang)
     sub = conn.execute(update(Submission).where(Submission.id == row.submission_id)
-                       .values(status="running")
+                       .values(status=JobStatus.RUNNING)
                        .returning(Submission.task_id, Submission.code)).one()
     return Claim(job_id=row.id, submission_id=row.submission_id, attempt=row.attempts,
                  max_attempts=row.max_attempts, queue=row.queue, task_id=sub.task_id,

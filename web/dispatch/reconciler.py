@@ -5,7 +5,9 @@
   (``claim.claim_next``), so it needs no message of its own; one doorbell is rung for it
   anyway, once per lost attempt and by one host only, to wake a worker at once if all are
   idle. At ``max_attempts`` it is marked failed with "grading host lost", which the student
-  and the instructor see.
+  and the instructor see: the job here, and what it grades by the ``record_lost`` function
+  the caller hands in, in the same transaction (``services.grading.reconcile_jobs`` hands in
+  the services' one), so dispatch imports no services.
 - A queued job on the ``gpu`` queue whose assignment only prefers a GPU (``prefer-gpu``) and
   that no GPU worker claimed within ``gpu_fallback_seconds`` moves to the ``cpu`` queue, and
   that queue's doorbell is rung for it.
@@ -27,7 +29,7 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.engine import Engine
 
 from ..db import write_session
-from ..models import HOST_LOST, PREFER_GPU, Assignment, GradingJob, Submission, utcnow
+from ..models import HOST_LOST, PREFER_GPU, Assignment, GradingJob, JobStatus, Submission, utcnow
 
 log = logging.getLogger(__name__)
 J = GradingJob
@@ -43,29 +45,27 @@ class ReconcileReport:
         return bool(self.failed or self.renotified)
 
 
-def reconcile(engine: Engine, dispatcher=None, *, queued_stale_seconds: float = 120.0,
+def reconcile(engine: Engine, dispatcher=None, *, record_lost, queued_stale_seconds: float = 120.0,
               gpu_fallback_seconds: float | None = None, now=None) -> ReconcileReport:
+    """One round. ``record_lost(session, job, reason, now)`` mirrors a job given up on
+    (``job`` carries ``submission_id`` and ``quiz_try_id``) inside the transaction that fails
+    it."""
     now = now or utcnow()
     report = ReconcileReport()
-    expired = and_(J.status == "running", J.lease_until < now)
+    expired = and_(J.status == JobStatus.RUNNING, J.lease_until < now)
     with write_session(engine) as session:
         lost = session.execute(
             select(J.id, J.attempts, J.submission_id, J.quiz_try_id)
             .where(expired, J.attempts >= J.max_attempts)).all()
-        for job_id, attempts, submission_id, quiz_try_id in lost:
-            message = f"{HOST_LOST}: the worker stopped responding during {attempts} attempts"
+        for job in lost:
+            message = f"{HOST_LOST}: the worker stopped responding during {job.attempts} attempts"
             changed = session.execute(
-                update(J).where(J.id == job_id, J.attempts == attempts, expired)
-                .values(status="failed", error=message, finished_at=now, lease_until=None))
+                update(J).where(J.id == job.id, J.attempts == job.attempts, expired)
+                .values(status=JobStatus.FAILED, error=message, finished_at=now,
+                        lease_until=None))
             if changed.rowcount == 1:
-                if quiz_try_id is not None:  # a quiz code answer: kept, marked not graded
-                    from ..services.quiz_grading import fail_job
-
-                    fail_job(session, quiz_try_id, message, now)
-                else:
-                    session.execute(update(Submission).where(Submission.id == submission_id)
-                                    .values(status="failed", error=message))
-                report.failed.append(job_id)
+                record_lost(session, job, message, now)
+                report.failed.append(job.id)
 
         fallback = now - timedelta(seconds=queued_stale_seconds if gpu_fallback_seconds is None
                                    else gpu_fallback_seconds)
@@ -73,17 +73,17 @@ def reconcile(engine: Engine, dispatcher=None, *, queued_stale_seconds: float = 
                       .join(Assignment, Assignment.id == Submission.assignment_id)
                       .where(Assignment.device == PREFER_GPU))
         report.to_cpu = list(session.scalars(
-            select(J.id).where(J.status == "queued", J.queue == "gpu", J.queued_at < fallback,
+            select(J.id).where(J.status == JobStatus.QUEUED, J.queue == "gpu", J.queued_at < fallback,
                                J.submission_id.in_(preferring))))
         if report.to_cpu:  # notified below on their new queue
-            session.execute(update(J).where(J.id.in_(report.to_cpu), J.status == "queued")
+            session.execute(update(J).where(J.id.in_(report.to_cpu), J.status == JobStatus.QUEUED)
                             .values(queue="cpu", notified_at=None))
 
         # Not rung since this attempt's lease ran out (a claim sets the lease after the last
         # ring), or never rung on its present queue.
         unrung = and_(expired, J.attempts < J.max_attempts,
                       or_(J.notified_at.is_(None), J.notified_at < J.lease_until))
-        moved = and_(J.status == "queued", J.notified_at.is_(None))
+        moved = and_(J.status == JobStatus.QUEUED, J.notified_at.is_(None))
         rows = session.execute(update(J).where(or_(unrung, moved)).values(notified_at=now)
                                .returning(J.id, J.queue)).all()
         rows.sort()

@@ -1,5 +1,6 @@
-"""Starts grading worker processes, restarts any that die, and runs the reconciler
-(and, beside it, the LMS grade passback sender, ``web.lti.passback.send_due``).
+"""Starts grading worker processes, restarts any that die, and runs a host's periodic round
+beside them: the reconciler and the LMS grade passback, which the command hands in
+(``web.housekeeping.host_round``; this module imports no services and no LTI).
 
 ``serve`` runs one of these next to the web server; ``attn-grader worker`` runs one per
 host. GPU workers get one process per GPU with ``CUDA_VISIBLE_DEVICES`` pinned to it.
@@ -15,9 +16,7 @@ import time
 from dataclasses import dataclass
 
 from ..db import get_engine
-from ..lti.passback import send_due
 from .broker import make_dispatcher
-from .reconciler import reconcile
 from .threads import thread_environment, threads_per_worker
 
 log = logging.getLogger(__name__)
@@ -77,9 +76,11 @@ class RestartBackoff:
 
 
 class Supervisor:
-    def __init__(self, config: dict, specs: list[WorkerSpec], reconcile_jobs: bool = True):
+    def __init__(self, config: dict, specs: list[WorkerSpec], housekeeping=None):
+        """``housekeeping(engine, dispatcher, config)``: run every ``RECONCILE_SECONDS`` in a
+        thread of this process (None: not on this host)."""
         self.config, self.specs = config, specs
-        self.reconcile_jobs = reconcile_jobs
+        self.housekeeping = housekeeping
         self.procs: dict[str, subprocess.Popen] = {}
         # Every worker of this host shares its cores: each gets its share, so they never
         # oversubscribe them (the web server's threads mostly wait on I/O).
@@ -108,8 +109,8 @@ class Supervisor:
             self.procs[spec.name] = self._spawn(spec)
         self._threads.append(threading.Thread(target=self._watch, name="supervisor",
                                               daemon=True))
-        if self.reconcile_jobs:
-            self._threads.append(threading.Thread(target=self._reconcile_loop,
+        if self.housekeeping is not None:
+            self._threads.append(threading.Thread(target=self._housekeeping_loop,
                                                   name="reconciler", daemon=True))
         for thread in self._threads:
             thread.start()
@@ -131,20 +132,15 @@ class Supervisor:
                 if now >= backoff.not_before:
                     self.procs[spec.name] = self._spawn(spec)
 
-    def _reconcile_loop(self) -> None:
+    def _housekeeping_loop(self) -> None:
         engine = get_engine(self.config["DATABASE_URL"])
         dispatcher = make_dispatcher(self.config)
         interval = float(self.config["RECONCILE_SECONDS"])
         while not self.stop_event.wait(interval):
             try:
-                reconcile(engine, dispatcher,
-                          queued_stale_seconds=float(self.config["QUEUED_STALE_SECONDS"]))
-            except Exception:
-                log.exception("reconciler run failed; retrying in %s s", interval)
-            try:  # LMS grade passback: due scores go out (leased, so any host may run this)
-                send_due(engine, lease_seconds=float(self.config["LEASE_SECONDS"]))
-            except Exception:
-                log.exception("LTI grade passback run failed; retrying in %s s", interval)
+                self.housekeeping(engine, dispatcher, self.config)
+            except Exception:  # the round logs its own parts' failures; never stop the loop
+                log.exception("housekeeping round failed; retrying in %s s", interval)
 
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM every worker (each finishes its current job), then SIGKILL stragglers."""

@@ -35,6 +35,11 @@ PROGRAM_OUTPUT = ("student_stdout", "student_stderr")
 
 def owned_rows(session: Session, user_id: int) -> dict[str, list[dict]]:
     """Every row that belongs to ``user_id``, by table (parents before children)."""
+    # The LTI plug-in's tables (LMS identities, scores sent) join the metadata only when its
+    # models are imported (web.lti's docstring); `attn-grader data export` builds no app, so
+    # without this its export left them out (found by scripts/drill_data_request.py).
+    from ..lti import models as _lti_tables  # noqa: F401
+
     ids: dict[str, set] = {"users": {user_id}}
     found: dict[str, list[dict]] = {}
     for table in Base.metadata.sorted_tables:  # dependency order: a parent's ids come first

@@ -9,7 +9,8 @@ from sqlalchemy import func, insert, select, update
 
 from grader.jsonsafe import json_safe
 
-from ..models import StoredCheck, ManualGrade, Result, Submission, utcnow
+from ..dispatch.reconciler import ReconcileReport, reconcile
+from ..models import JobStatus, StoredCheck, ManualGrade, Result, Submission, utcnow
 
 
 def load_grade_function(spec: str = "grader.grading:grade_source"):
@@ -94,7 +95,7 @@ def record_result(session: Session, submission: Submission, data: dict, *, kind:
     if rows:
         session.execute(insert(StoredCheck), rows)
     session.expire(result, ["checks"])  # read back from the database if anyone asks
-    submission.status = "done"
+    submission.status = JobStatus.DONE
     submission.score = effective_score(submission, result.score)
     submission.max_score = result.max_score
     submission.grader_version = result.grader_version
@@ -146,7 +147,7 @@ def record_job_result(session: Session, claim, report: dict, now) -> None:
 def record_job_failure(session: Session, claim, status: str, error: str, now) -> None:
     """Mirror a released job on what it grades: queued again, or failed with the reason
     (``claim.release``'s fenced transaction; ``status`` is the job's new one)."""
-    failed = status == "failed"
+    failed = status == JobStatus.FAILED
     if claim.quiz_try_id is not None:
         if failed:
             from .quiz_grading import fail_job
@@ -155,3 +156,23 @@ def record_job_failure(session: Session, claim, status: str, error: str, now) ->
         return
     session.execute(update(Submission).where(Submission.id == claim.submission_id).values(
         status=status, error=f"grading failed: {error}" if failed else None))
+
+
+def record_job_lost(session: Session, job, reason: str, now) -> None:
+    """Mirror a job the reconciler gave up on (its workers kept vanishing) on what it grades:
+    a quiz code answer is kept and marked not graded, a submission fails with the reason.
+    ``job`` carries ``submission_id`` and ``quiz_try_id``; this runs inside the reconciler's
+    transaction that failed the job."""
+    if job.quiz_try_id is not None:
+        from .quiz_grading import fail_job
+
+        fail_job(session, job.quiz_try_id, reason, now)
+        return
+    session.execute(update(Submission).where(Submission.id == job.submission_id)
+                    .values(status=JobStatus.FAILED, error=reason))
+
+
+def reconcile_jobs(engine, dispatcher=None, **options) -> ReconcileReport:
+    """A reconciler round (``web.dispatch.reconciler.reconcile``, same options) that records
+    the jobs it gives up on with ``record_job_lost``: the round every caller runs."""
+    return reconcile(engine, dispatcher, record_lost=record_job_lost, **options)

@@ -17,7 +17,7 @@ from flask_babel import gettext
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from ..models import Assignment, GradingJob, Submission, utcnow
+from ..models import Assignment, GradingJob, JobStatus, Submission, utcnow
 from .grading import latest_override
 
 RETRY_BUDGET = 3  # claims a regrade may use, as for a new submission
@@ -100,9 +100,9 @@ def _requeue(job: GradingJob, now) -> None:
     old attempt can never match the new run's.
     """
     job.max_attempts = job.attempts + RETRY_BUDGET
-    job.status, job.error, job.worker, job.lease_until = "queued", None, None, None
+    job.status, job.error, job.worker, job.lease_until = JobStatus.QUEUED, None, None, None
     job.queued_at, job.notified_at, job.started_at, job.finished_at = now, now, None, None
-    job.submission.status = "queued"
+    job.submission.status = JobStatus.QUEUED
 
 
 def wait_for_jobs(session_maker, job_ids: list[int], timeout: float, progress=None,

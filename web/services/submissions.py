@@ -22,7 +22,7 @@ from grader.client import wait_phrase
 from grader.notebook import CellMap, NotebookError, annotate_check, is_notebook, notebook_script
 
 from ..i18n import grader_text
-from ..models import Assignment, GradingJob, Submission, User, utcnow
+from ..models import Assignment, GradingJob, JobStatus, Submission, User, utcnow
 from . import hidden_checks
 from .extensions import limits_for, lock_student
 
@@ -201,8 +201,8 @@ def submit(session: Session, user: User, assignment: Assignment, code: str | byt
     submission = Submission(
         assignment=assignment, user=user, task_id=assignment.task_id, code=text,
         code_sha256=hashlib.sha256(text.encode()).hexdigest(), filename=filename[:200],
-        created_at=now, late=late, status="queued")
-    job = GradingJob(submission=submission, queue=assignment.queue, status="queued",
+        created_at=now, late=late, status=JobStatus.QUEUED)
+    job = GradingJob(submission=submission, queue=assignment.queue, status=JobStatus.QUEUED,
                      max_attempts=max_attempts, queued_at=now, notified_at=now)
     session.add_all([submission, job])
     session.commit()  # the truth first ...
