@@ -65,6 +65,11 @@ def _skipped(report) -> list:
     return [c["id"] for c in report["checks"] if c["details"].get("skipped")]
 
 
+# The fixture grades every attack at every level (about 120 gradings, two at a time) before its
+# first test: minutes on two busy cores, more than pytest-timeout's default for one test.
+pytestmark = pytest.mark.timeout(1200)
+
+
 @pytest.fixture(scope="module")
 def reports():
     def grade(job):
