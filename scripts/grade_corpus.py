@@ -60,12 +60,13 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=5, help="how many seeds (1, 2, ... n)")
     parser.add_argument("--task", help="only this task's corpus")
     parser.add_argument("--files", nargs="+", metavar="PART",
-                        help="only the files whose path (under grader/tasks/<task>/corpus) contains one of these")
+                        help="only the files whose name (<task>/<correct|buggy>/<file>, elsewhere/<task>/<file>) "
+                             "contains one of these")
     parser.add_argument("--causes", action="store_true",
                         help="print each file's score and the causes its summary names, per seed")
     args = parser.parse_args()
     files = [f for f in FILES + ELSEWHERE if args.task in (None, _task(f))
-             and (not args.files or any(part in os.path.relpath(f, CORPUS) for part in args.files))]
+             and (not args.files or any(part in _name(f) for part in args.files))]
     if not files:
         parser.error(f"no corpus files for task {args.task!r}")
     seeds = list(range(1, args.seeds + 1))
