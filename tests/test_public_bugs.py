@@ -85,3 +85,17 @@ def test_where_two_bugs_give_the_same_values_the_one_already_named_is_taken():
     assert identify(out, variants, err) == "a_bug"  # the first of equals, as before
     assert identify(out, variants, err, prefer=["b_bug"]) == "b_bug:detail"
     assert identify(out, variants, err, prefer=["c_bug"]) == "a_bug"
+
+
+def test_a_running_maximum_overwritten_before_the_correction_is_named():
+    g = _g(4)
+    q, k, v = torch.randn(2, 6, 5, generator=g), torch.randn(2, 13, 5, generator=g), torch.randn(2, 13, 4, generator=g)
+    m = torch.full((2, 6, 1), float("-inf"))
+    l, acc = torch.zeros(2, 6, 1), torch.zeros(2, 6, 4)
+    for j in range(0, 13, 4):
+        s = q @ k[:, j:j + 4].transpose(-2, -1) / math.sqrt(5)
+        m = torch.maximum(m, s.amax(-1, keepdim=True))   # overwritten first: the correction is exp(0)
+        p = torch.exp(s - m)
+        l, acc = l + p.sum(-1, keepdim=True), acc + p @ v[:, j:j + 4]
+    ref = tiled_bugs.online(q, k, v, 4)
+    assert _named(acc / l, ref, tiled_bugs.candidates(q, k, v, 4)) == "max_updated_first"
