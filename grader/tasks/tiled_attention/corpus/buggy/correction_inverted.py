@@ -19,7 +19,7 @@ def tiled_attention(query, key, value, block_size):
     for i in range(0, key.shape[-2], block_size):
         x = query @ key[..., i:i + block_size, :].transpose(-1, -2) * scale
         m_new = torch.maximum(m, x.amax(-1, keepdim=True))
-        corr = torch.exp(m_new - m).nan_to_num(0.0, posinf=0.0)
+        corr = torch.where(torch.isinf(m), torch.zeros_like(m), torch.exp(m_new - m))  # first block: no history
         e = torch.exp(x - m_new)
         d = d * corr + e.sum(-1, keepdim=True)
         o = o * corr + e @ value[..., i:i + block_size, :]
