@@ -35,9 +35,14 @@ from grader.tasks import TASKS  # noqa: E402
 from test_grader_corpus import ELSEWHERE, FILES, _lost, _name, _task, expected_family, several_bugs  # noqa: E402
 
 
-def concept(path: str, family: str) -> set:
-    """The families a single bug of ``family`` may cost (its task's concept, grader/causes.py)."""
-    return concept_of(family, TASKS[_task(path)].concepts)
+def concept(path: str, family: str, report: dict) -> set:
+    """The families a single bug of ``family`` may cost: its task's concept (grader/causes.py), and
+    the families a failed check of ``family`` gates (tiled_attention's key streaming carries online,
+    stability and memory), as test_one_bug_is_charged_once allows."""
+    failed = {c["id"] for c in report["checks"] if not c["passed"]}
+    gated = {g for c in TASKS[_task(path)].checks if c.id.split(".")[0] == family and c.id in failed
+             for g in c.gates}
+    return concept_of(family, TASKS[_task(path)].concepts) | gated
 
 
 def problems(path: str, reports: list[dict]) -> list[str]:
@@ -50,8 +55,8 @@ def problems(path: str, reports: list[dict]) -> list[str]:
             found.append(f"correct file scored {r['score']}: {r['summary'][:160]}")
         elif family and family not in _lost(r) and family != "forbidden":
             found.append(f"kept its family {family}'s points (lost {sorted(_lost(r))})")
-        elif family and family != "forbidden" and not several_bugs(path) and _lost(r) - concept(path, family):
-            found.append(f"lost points outside {family}: {sorted(_lost(r) - concept(path, family))}")
+        elif family and family != "forbidden" and not several_bugs(path) and _lost(r) - concept(path, family, r):
+            found.append(f"lost points outside {family}: {sorted(_lost(r) - concept(path, family, r))}")
     return sorted(set(found))
 
 
@@ -60,12 +65,13 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=5, help="how many seeds (1, 2, ... n)")
     parser.add_argument("--task", help="only this task's corpus")
     parser.add_argument("--files", nargs="+", metavar="PART",
-                        help="only the files whose path (under grader/tasks/<task>/corpus) contains one of these")
+                        help="only the files whose name (<task>/<correct|buggy>/<file>, elsewhere/<task>/<file>) "
+                             "contains one of these")
     parser.add_argument("--causes", action="store_true",
                         help="print each file's score and the causes its summary names, per seed")
     args = parser.parse_args()
     files = [f for f in FILES + ELSEWHERE if args.task in (None, _task(f))
-             and (not args.files or any(part in os.path.relpath(f, CORPUS) for part in args.files))]
+             and (not args.files or any(part in _name(f) for part in args.files))]
     if not files:
         parser.error(f"no corpus files for task {args.task!r}")
     seeds = list(range(1, args.seeds + 1))

@@ -92,3 +92,29 @@ def test_bugs_without_a_corpus_file_are_named_on_float32_outputs(knobs, bug):
     target, memory = torch.randn(3, 6, 8, generator=g), torch.randn(3, 7, 8, generator=g)
     t_len, m_len = torch.tensor([6, 3, 1]), torch.tensor([7, 5, 2])
     assert _named(_student(target, memory, t_len, m_len, **knobs), target, memory, t_len, m_len) == bug
+
+
+def _one_sided(target, memory, t_len, m_len, mem_lengths_from=None, future_from_diagonal=False):
+    """A float32 decoder as public code writes it (additive -inf masks), with one mask built wrong:
+    the memory's padding from ``mem_lengths_from`` lengths, or the future taken as triu(0)."""
+    T, S, D = target.size(1), memory.size(1), target.size(2)
+    t_pad = torch.arange(T)[None, :] >= t_len[:, None]
+    m_pad = torch.arange(S)[None, :] >= (m_len if mem_lengths_from is None else mem_lengths_from)[:, None]
+    future = torch.ones(T, T, dtype=torch.bool).triu(0 if future_from_diagonal else 1)
+    s = (target @ target.transpose(1, 2) / D ** 0.5).masked_fill(future | t_pad[:, None, :], float("-inf"))
+    x = torch.softmax(s, -1) @ target
+    c = (x @ memory.transpose(1, 2) / D ** 0.5).masked_fill(m_pad[:, None, :], float("-inf"))
+    rows = ~t_pad[..., None]
+    return x * rows, (torch.softmax(c, -1) @ memory) * rows
+
+
+def test_one_mask_from_the_other_sequence_s_lengths_and_a_causal_mask_hiding_the_diagonal_are_named():
+    """Seen in public code: only the memory's mask built from target_lengths (a copy-paste slip), and
+    triu(ones) without diagonal=1 taken for the future (row 0 then has no key: NaN)."""
+    g = torch.Generator().manual_seed(5)
+    target, memory = torch.randn(3, 6, 8, generator=g), torch.randn(3, 7, 8, generator=g)
+    t_len, m_len = torch.tensor([6, 3, 2]), torch.tensor([4, 7, 5])
+    slip = _one_sided(target, memory, t_len, m_len, mem_lengths_from=t_len)
+    assert _named(slip, target, memory, t_len, m_len) == "memory_lengths_for_target"
+    diagonal = _one_sided(target, memory, t_len, m_len, future_from_diagonal=True)
+    assert _named(diagonal, target, memory, t_len, m_len) == "causal_diagonal"

@@ -149,3 +149,40 @@ def test_two_catalogue_bugs_at_once_are_named_not_zeroed():
     named = {c["diagnosis"] for c in report["causes"]}
     assert "scale_dk" in named and "scale_dk+mask_polarity" in named
     assert report["score"] > 50
+
+
+FLOAT64_CRASH_BACKWARD = '''
+import torch
+def scaled_dot_product_attention_backward(query, key, value, grad_out, attn_mask=None, is_causal=False, scale=None):
+    s = query.size(-1) ** -0.5 if scale is None else scale
+    scores = query @ key.transpose(-2, -1) * s
+    L, S = scores.shape[-2:]
+    if is_causal:
+        scores = scores.masked_fill(~torch.ones(L, S, dtype=torch.bool).tril(), float("-inf"))
+    elif attn_mask is not None:
+        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
+    p = torch.softmax(scores, -1)
+    dp = grad_out @ value.transpose(-2, -1)
+    ds = p * (dp - (dp * p) @ torch.ones(S, 1))    # float32 ones: raises on float64 inputs
+    return ds @ key * s, ds.transpose(-2, -1) @ query * s, p.transpose(-2, -1) @ grad_out
+'''
+
+
+def test_a_float64_crash_is_named_and_the_cost_check_still_sees_a_backward():
+    """grad.at_scale grades cost, not dtypes: a backward that raises on float64 only is timed in
+    float32 there, so its crash is charged where calls raised, not in every family it gates."""
+    report = _grade(FLOAT64_CRASH_BACKWARD, "sdpa_backward")
+    checks = {c["id"]: c for c in report["checks"]}
+    assert checks["grad.at_scale"]["passed"], checks["grad.at_scale"]["message"]
+    assert checks["dtype.float32"]["passed"] and not checks["dtype.float64"]["passed"]
+    assert [c["diagnosis"] for c in report["causes"]] == ["crash_on:dtype=float64"]
+    assert report["score"] > 5
+
+
+def test_a_crash_names_the_trigger_every_raising_call_shares():
+    """A check whose one raising call had batch = 1 and float64 names float64, the property every
+    call that raised in the grading had, not the one that sorts first."""
+    calls = [("output.step", {"dtype": ["float32"], "batch": ["more than 1"]}, None),
+             ("output.float64", {"dtype": ["float64"], "batch": ["more than 1"]}, ("RuntimeError", "Float != Double")),
+             ("steps.decode", {"dtype": ["float64"], "batch": ["1"]}, ("RuntimeError", "Float != Double"))]
+    assert diagnosis.crash_property(calls, "steps.decode")[0] == "crash_on:dtype=float64"

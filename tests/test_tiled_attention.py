@@ -166,6 +166,11 @@ def test_streamed_keys_are_the_parents_numbers_however_they_are_cut():
     block = key[..., 0:10, :]
     block.mul_(0)  # a block is the function's own: changing it changes no other
     assert torch.equal(key[..., 0:10, :], whole[..., 0:10, :])
+    # the batch dimensions flattened (reshape(-1, S, E)) move no row: still streamed, blocks the same
+    flat = key.reshape(-1, 1000, 5)
+    assert isinstance(flat, streams.Streamed) and isinstance(key.view(1, -1, 5), streams.Streamed)
+    assert torch.equal(flat[:, 40:90], whole[:, 40:90])
+    assert not isinstance(key.reshape(1000, 5), streams.Streamed)  # another shape: made, every row
 
 
 def test_named_bugs_of_the_catalogue_have_a_home():

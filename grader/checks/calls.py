@@ -90,7 +90,7 @@ def record_bug(ctx, name: str, details: dict) -> None:
 def diagnose(ctx, out, ref64, variants, cmp, recall, half_ref, details) -> str:
     """A student-facing sentence for why ``out`` missed ``ref64`` (may be empty)."""
     ref_error = relative_error(out, ref64)
-    name = identify(out, variants, ref_error, allow_all_nan=ctx.attention_seen)
+    name = identify(out, variants, ref_error, allow_all_nan=ctx.attention_seen, prefer=ctx.diagnoses)
     if name:
         record_bug(ctx, name, details)
         ctx.attention_seen = True  # attention with a known bug is still attention

@@ -12,7 +12,10 @@ from .tolerance import relative_error
 from .variants import explain, identify, mha_variant
 from ..i18n import T
 
-HEAD_BUGS = ("split_no_transpose", "merge_no_transpose", "split_merge_no_transpose")
+TRANSPOSE_BUGS = ("split_no_transpose", "merge_no_transpose", "split_merge_no_transpose")
+# An interleaved split, undone by the same merge, is invisible when every head attends uniformly
+# (the probe below): it shows, and is named, on the ordinary multi-head call.
+HEAD_BUGS = TRANSPOSE_BUGS + ("heads_interleaved",)
 
 
 def self_attention(ctx):
@@ -90,7 +93,7 @@ def uniform_probe(ctx):
     if err <= 1e-9:
         return None
     candidates = {name: mha_variant(x_q, x_kv, ws, H, split_ok=name == "merge_no_transpose",
-                                    merge_ok=name == "split_no_transpose") for name in HEAD_BUGS}
+                                    merge_ok=name == "split_no_transpose") for name in TRANSPOSE_BUGS}
     candidates["no_out_proj"] = mha_variant(x_q, x_kv, ws, H, out_proj=False)
     candidates["weights_not_transposed"] = mha_variant(x_q, x_kv, ws, H, transpose_w=False)
     return identify(out, candidates, err) or f"unexplained:{err:.3g}"

@@ -131,6 +131,8 @@ def scale_bug(found: dict, heads: dict | None = None, value_width: int | None = 
         return "scale_dk"
     if all(close(found[d], math.sqrt(d)) for d in ds):
         return "scale_sqrt_mult"
+    if all(close(found[d], 1 / (2 * d)) for d in ds):
+        return "scale_precedence"
     if heads and all(close(found[d], 1 / math.sqrt(d * heads[d])) for d in ds) and any(heads[d] > 1 for d in ds):
         return "scale_dmodel"
     if value_width and all(close(found[d], 1 / math.sqrt(value_width)) for d in ds):

@@ -68,9 +68,11 @@ def judge(ctx, spec: Outputs, args: tuple, kwargs: dict, *, shapes: list, ref64,
     candidates = {bug: torch.nan_to_num(flat(v), nan=0.0) for bug, v in variants().items()
                   if v is not None and all(a.shape == b.shape for a, b in zip(v, outs))}
     got = torch.nan_to_num(flat(outs), nan=0.0)
-    cause = key_name(identify(got, candidates, relative_error(got, flat(ref64))))  # "bug:detail" -> bug
-    if cause:
+    cause = key_name(identify(got, candidates, relative_error(got, flat(ref64)), prefer=ctx.diagnoses))
+    if cause:  # "bug:detail" -> bug, one of the bugs named so far
         ctx.attention_seen = True  # a named bug of this task: the function computes what the task is about
+        if cause not in ctx.diagnoses:
+            ctx.diagnoses.append(cause)
     name, cmp = failures[0]
     details = {"case": what, "wrong": [n for n, _ in failures], "diagnosis": cause, **cmp.details()}
     raise Fail(T("{what}: {wrong} wrong; {name}: {comparison}.{cause}", what=what,
@@ -134,8 +136,10 @@ def assess_parts(ctx, spec: Outputs, result, dtype, *, shapes: list, ref64, same
                 candidates = (candidates or []) + [{key: v for key, v in more().items() if v is not None}]
             options = {key: torch.nan_to_num(v[i].double(), nan=0.0) for key, v in candidates[stage].items()
                        if v[i].shape == out.shape}
-            cause = key_name(identify(got_i, options, relative_error(got_i, r64)))
+            cause = key_name(identify(got_i, options, relative_error(got_i, r64), prefer=ctx.diagnoses))
             if cause:
+                if cause not in ctx.diagnoses:
+                    ctx.diagnoses.append(cause)
                 break
         failures.append((name, cause, T("{name}: {comparison}", name=name, comparison=cmp.describe()), cmp))
     if len(failures) < len(parts) or any(cause for _, cause, _, _ in failures):

@@ -7,8 +7,8 @@ any order, and is the same however it is cut.
 
 In the child it is a tensor subclass without storage: its size, dtype and device are there, and a
 slice along the sequence (``key[..., j:j + B, :]``, ``key.narrow``) makes that block, while
-``split``/``chunk`` along the sequence, ``detach``, ``clone`` and ``to(dtype)`` give more streamed
-tensors. Anything else (a product with the whole key, ``torch.cat`` of every block) makes every row
+``split``/``chunk`` along the sequence, ``detach``, ``clone``, ``to(dtype)`` and a ``view``/``reshape``
+to the same shape (flattening the leading dimensions, all 1 here) give more streamed tensors. Anything else (a product with the whole key, ``torch.cat`` of every block) makes every row
 it touches. Nothing here is a boundary: the parent measures the run's memory from its cgroup, and
 the keys and values in full are far larger than what it allows (see
 ``grader/tasks/tiled_attention/memory.py``); this class only makes honest block-by-block code cost what it
@@ -98,6 +98,9 @@ class Streamed(torch.Tensor):
             return self._part(0, n)
         if func is _aten._to_copy.default and set(kwargs) <= {"dtype"}:
             return self._part(0, n, kwargs.get("dtype"))
+        if func in (_aten.view.default, _aten._unsafe_view.default) and _same_shape(rest[0], self.shape):
+            # key.reshape(-1, S, E): the batch dimensions flattened, a view that moves no row
+            return self._part(0, n)
         if func is _aten.slice.Tensor:
             dim, begin, end, step = list(rest) + [0, None, None, 1][len(rest):]
             dim = dim % 3
@@ -121,6 +124,14 @@ class Streamed(torch.Tensor):
                 at += size
             return parts
         return None
+
+
+def _same_shape(size, shape) -> bool:
+    """``size`` (a view's, one entry may be -1) is ``shape``."""
+    size = list(size)
+    if len(size) != len(shape) or size.count(-1) > 1:
+        return False
+    return all(s in (-1, n) for s, n in zip(size, shape))
 
 
 def _bounds(begin, end, length):

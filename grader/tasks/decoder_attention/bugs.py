@@ -94,7 +94,7 @@ MASK_FILLS = ("-1e9", "-1e4")   # additive masks' finite fills in public code (m
 SCALES = ("no_scale", "scale_dk", "scale_sqrt_mult", "scale_seq_len")
 # The bugs that can leave a row (or column) fully masked, where a finite fill differs from -inf.
 EMPTY_ROWS = ("padding_polarity", "padding_polarity:keys_only", "lengths_minus_one", "lengths_minus_one:keys_only",
-              "causal_reversed:strict", "float_mask_compared", "softmax_queries")
+              "causal_reversed:strict", "causal_diagonal", "float_mask_compared", "softmax_queries")
 FINITE_FILL = -1e9  # any fill this large gives the same weights: exp(fill - max) is 0 in float64
 
 
@@ -107,7 +107,9 @@ def catalogue(D: int) -> list:
     """Every key of a wrong decoder layer on inputs with D features."""
     keys = [*KEY_MASK_BUGS, *(f"{b}:keys_only" for b in KEY_MASK_BUGS), "padding_on_queries",
             "padded_rows_not_zeroed", "padded_rows_not_zeroed:self", "padded_rows_not_zeroed:cross",
-            "padded_rows_not_zeroed:cross_late", "self_not_causal", "causal_reversed", "causal_reversed:strict",
+            "padded_rows_not_zeroed:cross_late", "memory_lengths_for_target:memory",
+            "memory_lengths_for_target:target",
+            "self_not_causal", "causal_reversed", "causal_reversed:strict", "causal_diagonal",
             "causal_in_cross", "cross_queries_from_target", *SCALES, "softmax_queries", *MASK_SLIPS,
             "bool_mask_added:before_scale", *(f"float_mask_multiplied:{f}" for f in MASK_FILLS),
             "float_mask_compared"]
@@ -129,7 +131,10 @@ def layer(target, memory, t_len, m_len, bug=None):
     B, T, D = x.shape
     S = mem.size(1)
     shift = {"lengths_plus_one": 1, "lengths_minus_one": -1}.get(name, 0)
-    tl, ml = (m_len, t_len) if name == "memory_lengths_for_target" else (t_len, m_len)
+    tl, ml = t_len, m_len
+    if name == "memory_lengths_for_target":  # both swapped, or one mask built from the other's lengths
+        tl = t_len if "memory" in flags else m_len
+        ml = m_len if "target" in flags else t_len
     t_keys, m_keys = keep_keys(tl, T, shift), keep_keys(ml, S, shift)
     if name == "padding_polarity":
         t_keys, m_keys = ~t_keys, ~m_keys
@@ -139,7 +144,9 @@ def layer(target, memory, t_len, m_len, bug=None):
         t_keys = rows.transpose(1, 2).expand(B, T, T)
         m_keys = rows.transpose(1, 2).expand(B, T, S)
     causal = torch.ones(T, T, dtype=torch.bool)
-    causal = causal.triu(1 if "strict" in flags else 0) if name == "causal_reversed" else causal.tril()
+    # causal_diagonal: triu(0) taken for the future, so query i loses key i (and row 0 every key)
+    causal = causal.triu(1 if "strict" in flags else 0) if name == "causal_reversed" else \
+        causal.tril(-1 if name == "causal_diagonal" else 0)
     self_keep = t_keys.expand(B, T, T) if name == "self_not_causal" else t_keys & causal
     cross_keep = m_keys & torch.ones(T, S, dtype=torch.bool).tril() if name == "causal_in_cross" \
         else m_keys.expand(B, T, S)

@@ -7,10 +7,10 @@ def build() -> Grading:
 
     from . import checks as kv
     from ...checks.base import Check
-    from .bugs import CATALOGUE, wrong_outputs
+    from .bugs import CATALOGUE, diagnosis_reference, wrong_outputs
     from .fingerprint import FINGERPRINT
 
-    return Grading(fingerprint=FINGERPRINT, describe=EDGES, bugs=CATALOGUE, wrong_outputs=wrong_outputs, checks=with_common_checks([
+    return Grading(reference=diagnosis_reference, fingerprint=FINGERPRINT, describe=EDGES, bugs=CATALOGUE, wrong_outputs=wrong_outputs, checks=with_common_checks([
         Check("output.step", kv.step_float32, 2),
         Check("output.float64", kv.step_float64),
         Check("dtype.float32", kv.dtype_case(torch.float32)),

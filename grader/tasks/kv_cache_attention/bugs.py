@@ -27,6 +27,8 @@ BUGS = {
     "position_off_by_one": N_("your position offset is off by one: the new key and value go to row position "
                               "(the number of tokens already cached), and the step attends over rows "
                               "0..position, position + 1 rows in all"),
+    "cache_not_written": N_("you return the caches you were given: the new key and value must be written at row "
+                            "position of the returned caches (copies), or the next step never sees this token"),
     "cache_not_trimmed": N_("you attend over the whole preallocated cache: its rows after position are padding "
                             "(stale values or zeros) and must get no weight; slice the cache to its first "
                             "position + 1 rows"),
@@ -38,6 +40,7 @@ BUGS = {
 # The family each is charged to (grader/causes.py).
 HOMES = {
     "attend_before_append": ("cache",), "position_off_by_one": ("cache",), "causal_mask_on_step": ("output",),
+    "cache_not_written": ("cache",),
     "cache_not_trimmed": ("padding",), "scale_from_cache_length": ("scale",),
     "outputs_wrong_dtype": ("dtype", "output"),
 }
@@ -45,7 +48,8 @@ HOMES = {
 CATALOGUE = variants.ATTENTION.extend(BUGS, HOMES, by_check=("outputs_wrong_dtype",))  # dtype: seen, not computed
 # Every key ``step`` knows ("bug:detail" where the student had a choice).
 KEYS = ("attend_before_append", "causal_mask_on_step", "position_off_by_one:plus", "position_off_by_one:minus",
-        "cache_not_trimmed", "scale_from_cache_length", "no_scale", "softmax_queries")
+        "cache_not_trimmed", "cache_not_written", "scale_from_cache_length", "scale_dv", "no_scale",
+        "softmax_queries")
 
 
 def step(query, key, value, k_cache, v_cache, position: int, bug: str | None = None):
@@ -67,14 +71,25 @@ def step(query, key, value, k_cache, v_cache, position: int, bug: str | None = N
         keys, vals = before_k[:, :position], before_v[:, :position]
     else:
         keys, vals = kc[:, :n], vc[:, :n]
-    scale = {"scale_from_cache_length": 1 / math.sqrt(keys.size(1) or 1), "no_scale": 1.0}.get(bug, 1 / math.sqrt(D))
+    scale = {"scale_from_cache_length": 1 / math.sqrt(keys.size(1) or 1), "no_scale": 1.0,
+             "scale_dv": 1 / math.sqrt(vc.size(-1))}.get(bug, 1 / math.sqrt(D))
     scores = q @ keys.transpose(-2, -1) * scale                      # (B, 1, n)
     if bug == "causal_mask_on_step":  # tril of a (1, n) mask: the one query sees key 0 only
         scores = scores.masked_fill(~torch.ones(1, scores.size(-1), dtype=torch.bool).tril(), float("-inf"))
     if scores.size(-1) == 0:  # nothing cached yet and the new key not appended: nothing to attend to
         return torch.zeros(*q.shape[:-1], v.size(-1), dtype=torch.float64), kc, vc
     # attention's own slip: the softmax over the queries (here a single one: every weight 1)
-    return torch.softmax(scores, dim=-2 if bug == "softmax_queries" else -1) @ vals, kc, vc
+    out = torch.softmax(scores, dim=-2 if bug == "softmax_queries" else -1) @ vals
+    if bug == "cache_not_written":  # attended with the token, then handed back the caches it was given
+        return out, before_k, before_v
+    return out, kc, vc
+
+
+
+def diagnosis_reference(args, kwargs, scale=None) -> tuple | None:
+    """The right (output, k_cache, v_cache) of one step: the task's ``Grading.reference``
+    (grader/checks/diagnosis.py). Its scale is fixed by the width: none other."""
+    return None if scale is not None else step(*args[:6])
 
 
 def wrong_steps(query, key, value, k_cache, v_cache, position: int) -> dict:

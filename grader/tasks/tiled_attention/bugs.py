@@ -21,6 +21,12 @@ BUGS = {
                                  "accumulator: multiply acc by exp(m_old − m_new) before adding the new block"),
     "normaliser_before_rescale": N_("you add the new block's sum to the normaliser before rescaling it, so the new "
                                     "block is rescaled too: l = l · exp(m_old − m_new) + rowsum(exp(s − m_new))"),
+    "max_updated_first": N_("you overwrite the running maximum before computing the correction, so "
+                            "exp(m_old − m_new) is always 1 and neither the normaliser nor the accumulator is "
+                            "rescaled: keep m_old until both are rescaled"),
+    "correction_inverted": N_("your correction factor is inverted: when the running maximum grows, the old "
+                              "normaliser and accumulator must shrink by exp(m_old − m_new), not grow by "
+                              "exp(m_new − m_old)"),
     "block_edge_off_by_one": N_("your key blocks are one short: block j covers keys j·b .. j·b + b − 1 "
                                 "(slice [start:start + block_size]), so you skip one key per block"),
     "last_partial_block_dropped": N_("you drop the last, partial block of keys when S is not a multiple of "
@@ -45,6 +51,7 @@ BUGS = {
 # The family each of these bugs is charged to (grader/causes.py): the task's catalogue (Task.bugs).
 CATALOGUE = variants.ATTENTION.extend(BUGS, {
     "no_accumulator_rescale": ("online",), "normaliser_before_rescale": ("online",),
+    "correction_inverted": ("online",), "max_updated_first": ("online",),
     "block_edge_off_by_one": ("output",), "last_partial_block_dropped": ("output",),
     "no_final_division": ("output",), "normalised_twice": ("output",), "tiles_from_query_length": ("output",),
     "max_not_subtracted": ("stability",), "float32_accumulators": ("stability",),
@@ -78,6 +85,10 @@ def online(q, k, v, block, bug=None, dtype=torch.float64, length=None):
         m_new = torch.maximum(m, s.amax(-1, keepdim=True))
         if bug == "max_not_subtracted":
             p, corr = torch.exp(s), torch.ones_like(m)
+        elif bug == "max_updated_first":  # m = m_new first: every block is weighted by its own maximum
+            p, corr = torch.exp(s - m_new), torch.ones_like(m)
+        elif bug == "correction_inverted":  # the first block's factor multiplies zeros: any finite one
+            p, corr = torch.exp(s - m_new), torch.where(torch.isfinite(m), torch.exp(m_new - m), 1.0)
         else:
             p, corr = torch.exp(s - m_new), torch.exp(m - m_new)
         l = (l + p.sum(-1, keepdim=True)) * corr if bug == "normaliser_before_rescale" else l * corr + p.sum(-1, keepdim=True)
