@@ -165,6 +165,9 @@ def test_student_journey(server, lang):
     numeric.locator("input[type=text]").fill(str(_right_number(server, lang)))
     numeric.locator("button[type=submit]").click()
     page.wait_for_selector(f"#q-{NUMERIC_QUESTION} .feedback.correct")
+    # the feedback can be seen while the page is still parsing, before quiz-drafts.js (at the end
+    # of the body) has put the draft back: wait for the document, then read
+    page.wait_for_load_state("domcontentloaded")
     assert page.locator(f"#q-{FREE_TEXT_QUESTION} textarea").input_value() == draft
     _answer_choice(page, lang)
 

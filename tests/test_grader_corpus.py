@@ -71,7 +71,8 @@ def _name(path):
 # What the local level is compared on: the sdpa and mha corpora and the files from elsewhere.
 PRECHECKED = [f for f in FILES + ELSEWHERE if _task(f) in ("sdpa", "mha")]
 # The speed check (0 points) measures time: its message quotes times that differ between any two
-# gradings, but not its verdict (grader/checks/speed.py). Messages quoting values the student drew from
+# gradings, and its verdict is advice that a loaded host may move near its line (grader/checks/speed.py
+# keeps that rare; tests/test_speed_check.py holds it on the files that matter): only its points count. Messages quoting values the student drew from
 # torch's unseeded global generator (each sandboxed process starts with its own random
 # state) may differ too; their verdicts and points may not.
 TIMED_CHECKS = ("speed.",)
@@ -117,7 +118,7 @@ def _comparable(report: dict, path: str) -> list[tuple]:
     exact_messages = _name(path) not in UNSEEDED_RANDOMNESS
     return [(c["id"], c["passed"], c["points"], c["max_points"],
              c["message"] if exact_messages else "")
-            if not c["id"].startswith(TIMED_CHECKS) else (c["id"], c["passed"], c["points"], c["max_points"])
+            if not c["id"].startswith(TIMED_CHECKS) else (c["id"], c["points"], c["max_points"])
             for c in report["checks"]]
 
 
