@@ -124,7 +124,8 @@ def summary(checks: list, causes: list[dict]) -> str:
     if not failing:
         return T("every scored check passed")
     explained = {i for cause in causes for i in cause["charged"] + cause["knock_on"]}
-    others = [c for c in failing if c.id not in explained]
+    # a check a failed gate took (scoring.py) held on its own: the first one named is a real failure
+    others = sorted((c for c in failing if c.id not in explained), key=lambda c: bool(c.details.get("gated_by")))
     parts = []
     for cause in causes:
         n = len(cause["charged"]) + len(cause["knock_on"])
@@ -134,29 +135,25 @@ def summary(checks: list, causes: list[dict]) -> str:
             parts.append(T("{bug} ({n} checks fail because of it; charged in each family where it shows: "
                            "{families})", bug=bug, n=n, families=", ".join(families)))
         else:
-            parts.append(_counted(n, N_("{bug} ({n} check fails because of it; charged once, to {family})"),
-                                  N_("{bug} ({n} checks fail because of it; charged once, to {family})"),
-                                  bug=bug, family=families[0]))
+            parts.append(counted(n, N_("{bug} ({n} check fails because of it; charged once, to {family})"),
+                                 N_("{bug} ({n} checks fail because of it; charged once, to {family})"),
+                                 n=n, bug=bug, family=families[0]))
     if others and causes:
         n, first = len(others), others[0]
-        parts.append(_counted(n, N_("{n} other failing check, first {check}: {message}"),
-                              N_("{n} other failing checks, first {check}: {message}"),
-                              check=first.id, message=first.message))
+        parts.append(counted(n, N_("{n} other failing check, first {check}: {message}"),
+                             N_("{n} other failing checks, first {check}: {message}"),
+                             n=n, check=first.id, message=first.message))
     elif others:  # no bug named: nothing for them to be "other" than
         n, first = len(others), others[0]
-        parts.append(_counted(n, N_("{n} failing check, first {check}: {message}"),
-                              N_("{n} failing checks, first {check}: {message}"),
-                              check=first.id, message=first.message))
+        parts.append(counted(n, N_("{n} failing check, first {check}: {message}"),
+                             N_("{n} failing checks, first {check}: {message}"),
+                             n=n, check=first.id, message=first.message))
     bugs = len(causes)
-    head = _counted(bugs, N_("{n} bug found"), N_("{n} bugs found")) if bugs else T("no known bug matched")
+    head = counted(bugs, N_("{n} bug found"), N_("{n} bugs found"), n=bugs) if bugs else T("no known bug matched")
     joined = parts[0]
     for part in parts[1:]:  # each part keeps its own template; "{first}; {second}" is an entry: zh joins with "；"
         joined = T("{first}; {second}", first=joined, second=part)
     return T("{head}: {parts}", head=head, parts=joined)
-
-
-def _counted(n: int, one: str, many: str, **args) -> T:
-    return counted(n, one, many, n=n, **args)
 
 
 def _bug(name: str, explanation):

@@ -135,6 +135,7 @@ def _apply_gates(out: Scored, task) -> None:
             _take(out, "gate", c, gate=gate)
             c.passed = False
             c.details.pop("because_of", None)
+            c.details["gated_by"] = gate  # its own verdict held: the summary reads it after real failures
             c.message = T("not scored: these points rest on {check}, which did not pass ({message})", check=gate,
                           message=c.message)
 

@@ -96,10 +96,14 @@ def test_a_crash_is_traced_to_the_input_property_that_triggers_it():
     # a property the answered calls had too is no explanation
     assert diagnosis.crash_property(calls[:1] + [("x.y", {"dtype": ["float32"]}, ("ValueError", "no"))],
                                     "x.y") is None
+    # a function that raises on every input (autograd switched off, say) has no trigger to name
+    raising = [(cid, props, ("AutogradDisabled", "off")) for cid, props, _ in calls]
+    assert diagnosis.crash_property(raising, "output.float64") is None
 
 
 # ---- whole gradings: the issue's unnamed kinds now name their cause ----------------------------
-BATCH_MEAN_BACKWARD = '''
+# The correct backward the next two files each break in one line.
+BACKWARD = '''
 import torch
 def scaled_dot_product_attention_backward(query, key, value, grad_out, attn_mask=None, is_causal=False, scale=None):
     s = query.size(-1) ** -0.5 if scale is None else scale
@@ -110,11 +114,13 @@ def scaled_dot_product_attention_backward(query, key, value, grad_out, attn_mask
     elif attn_mask is not None:
         scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
     p = torch.softmax(scores, -1)
-    dv = p.transpose(-2, -1) @ grad_out
     dp = grad_out @ value.transpose(-2, -1)
-    ds = p * (dp - (dp * p).sum(-1, keepdim=True)) / query.size(0)   # "mean over the batch"
-    return ds @ key * s, ds.transpose(-2, -1) @ query * s, dv
+    ds = p * (dp - (dp * p).sum(-1, keepdim=True))
+    return ds @ key * s, ds.transpose(-2, -1) @ query * s, p.transpose(-2, -1) @ grad_out
 '''
+RIGHT_DS = "ds = p * (dp - (dp * p).sum(-1, keepdim=True))"
+BATCH_MEAN_BACKWARD = BACKWARD.replace(RIGHT_DS, RIGHT_DS + " / query.size(0)   # \"mean over the batch\"")
+assert BATCH_MEAN_BACKWARD != BACKWARD
 
 TWO_BUGS_SDPA = '''
 import torch
@@ -151,21 +157,9 @@ def test_two_catalogue_bugs_at_once_are_named_not_zeroed():
     assert report["score"] > 50
 
 
-FLOAT64_CRASH_BACKWARD = '''
-import torch
-def scaled_dot_product_attention_backward(query, key, value, grad_out, attn_mask=None, is_causal=False, scale=None):
-    s = query.size(-1) ** -0.5 if scale is None else scale
-    scores = query @ key.transpose(-2, -1) * s
-    L, S = scores.shape[-2:]
-    if is_causal:
-        scores = scores.masked_fill(~torch.ones(L, S, dtype=torch.bool).tril(), float("-inf"))
-    elif attn_mask is not None:
-        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
-    p = torch.softmax(scores, -1)
-    dp = grad_out @ value.transpose(-2, -1)
-    ds = p * (dp - (dp * p) @ torch.ones(S, 1))    # float32 ones: raises on float64 inputs
-    return ds @ key * s, ds.transpose(-2, -1) @ query * s, p.transpose(-2, -1) @ grad_out
-'''
+FLOAT64_CRASH_BACKWARD = BACKWARD.replace(  # float32 ones: raises on float64 inputs
+    RIGHT_DS, "ds = p * (dp - (dp * p) @ torch.ones(S, 1))")
+assert FLOAT64_CRASH_BACKWARD != BACKWARD
 
 
 def test_a_float64_crash_is_named_and_the_cost_check_still_sees_a_backward():

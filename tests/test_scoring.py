@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 
+from grader.causes import summary
 from grader.grading import CheckResult
 from grader.scoring import Facts, score
 from grader.tasks import TASKS
@@ -71,6 +72,9 @@ def test_a_gate_takes_back_what_it_gates():
     assert rules(scored) == [("gate", "load.source", -5), ("gate", "mask.bool", -4)]
     assert {r["gate"] for r in scored.rules} == {"grad.at_scale"}
     assert "not scored: these points rest on grad.at_scale" in str(scored.checks[1].message)
+    # the summary names a real failure first, not a check the gate took
+    assert scored.checks[1].details["gated_by"] == "grad.at_scale"
+    assert "first grad.at_scale" in str(summary(scored.checks, scored.causes))
     # failed by a named bug, the gate is that bug's failure, charged once: the rest keep their points
     named = score([verdict("mask.bool", True), verdict("grad.at_scale", False, "no_scale")], BACKWARD, Facts())
     assert [c.points for c in named.checks] == [4, 0] and not any(r["rule"] == "gate" for r in named.rules)

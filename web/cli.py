@@ -201,8 +201,9 @@ def reconcile(loop):
     dispatcher = make_dispatcher(config)
     while True:
         report = run(engine, dispatcher, queued_stale_seconds=config["QUEUED_STALE_SECONDS"])
-        click.echo(f"failed {len(report.failed)} job(s) {report.failed or ''}; "
-                   f"re-notified {len(report.renotified)} {report.renotified or ''}".strip())
+        def jobs(ids):  # "none", or "2 (ids 14, 15)"
+            return f"{len(ids)} (ids {', '.join(map(str, ids))})" if ids else "none"
+        click.echo(f"jobs failed for a lost host: {jobs(report.failed)}; jobs re-notified: {jobs(report.renotified)}")
         if not loop:
             return
         time.sleep(config["RECONCILE_SECONDS"])

@@ -7,9 +7,10 @@ any order, and is the same however it is cut.
 
 In the child it is a tensor subclass without storage: its size, dtype and device are there, and a
 slice along the sequence (``key[..., j:j + B, :]``, ``key.narrow``) makes that block, while
-``split``/``chunk`` along the sequence, ``detach``, ``clone``, ``to(dtype)`` and a ``view``/``reshape``
-to the same shape (flattening the leading dimensions, all 1 here) give more streamed tensors. Anything else (a product with the whole key, ``torch.cat`` of every block) makes every row
-it touches. Nothing here is a boundary: the parent measures the run's memory from its cgroup, and
+``split``/``chunk`` along the sequence, ``detach``, ``clone``, ``to(dtype)`` and a
+``view``/``reshape`` to the same shape (flattening the leading dimensions, all 1 here) give more
+streamed tensors. Anything else (a product with the whole key, ``torch.cat`` of every block) makes
+every row it touches. Nothing here is a boundary: the parent measures the run's memory from its cgroup, and
 the keys and values in full are far larger than what it allows (see
 ``grader/tasks/tiled_attention/memory.py``); this class only makes honest block-by-block code cost what it
 holds.

@@ -15,6 +15,7 @@ its pyproject.toml::
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import pkgutil
@@ -208,10 +209,10 @@ class Task:
 
     def title_in(self, lang: str | None) -> str:
         """The task's title in ``lang``: its translated spec's heading ("# Задание `sdpa`: ..."), else
-        the English title."""
-        text, shown = self.spec_in(lang)
-        found = re.match(r"#[^\n`]*`[^`]+`\s*[:：]\s*([^\n]+)", text.lstrip()) if shown != "en" else None
-        return found.group(1)[:1].upper() + found.group(1)[1:] if found else self.title
+        the English title. Read once per file: every page that lists assignments asks."""
+        if not lang or lang == "en":
+            return self.title
+        return _spec_heading(self._file(f".{lang}.md")) or self.title
 
     @property
     def template(self) -> str:
@@ -230,6 +231,19 @@ class Task:
             except FileNotFoundError:
                 pass
         return self.template
+
+
+@functools.lru_cache(maxsize=64)
+def _spec_heading(path: str) -> str | None:
+    """The title in a translated spec's first heading ("# Задание `sdpa`: масштабированное ...",
+    capitalised), or None where there is no such file or heading."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    found = re.match(r"#[^\n`]*`[^`]+`\s*[:：]\s*([^\n]+)", text.lstrip())
+    return found.group(1)[:1].upper() + found.group(1)[1:] if found else None
 
 
 def _package_tasks() -> list[Task]:

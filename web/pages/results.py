@@ -59,7 +59,8 @@ PICTURE_KEYS = {"weights_submission", "weights_reference", "variance_by_dk"}
 # ``detected``, ``tampering`` and ``fingerprint`` are flags for the grader's own bookkeeping: the
 # message says what was found.
 HIDDEN_KEYS = {"skipped", "traceback", "error_kind", "diagnosis", "because_of", "unverified", "no_gradient",
-               "detected", "tampering", "fingerprint", "hidden"}
+               "detected", "tampering", "fingerprint", "hidden",
+               "gated_by"}  # the message says which gate took the points
 
 
 def _show(value) -> str:

@@ -30,25 +30,23 @@ CHAPTER_QUIZ = (
 )
 
 
-# The built-in titles (the grader's tasks' and the quiz's), shown in each reader's language. A
-# title the instructor typed on the settings page is theirs, shown as typed in every language:
-# the page cannot translate it (review 3, P6; docs/instructors/web-app.md says so).
+# The built-in titles, shown in each reader's language: a grader task's from its translated spec's
+# heading (``Task.title_in``: the one source the CLI's `attn-grader tasks` reads too), the quiz's from
+# this catalogue. A title the instructor typed on the settings page is theirs, shown as typed in
+# every language: the page cannot translate it (review 3, P6; docs/instructors/web-app.md says so).
 QUIZ_TITLE = "Self-check quiz"
-BUILT_IN_TITLES = {
-    "Scaled dot-product attention": _l("Scaled dot-product attention"),
-    "Multi-head attention": _l("Multi-head attention"),
-    "Attention backward pass by hand": _l("Attention backward pass by hand"),
-    "Decoder attention over a padded batch": _l("Decoder attention over a padded batch"),
-    "One decoding step with a key/value cache": _l("One decoding step with a key/value cache"),
-    "Tiled attention with an online softmax": _l("Tiled attention with an online softmax"),
-    QUIZ_TITLE: _l("Self-check quiz"),
-}
 
 
 def shown_title(assignment) -> str:
     """The assignment's title as the reader sees it: a built-in one translated, the rest as typed."""
-    built_in = BUILT_IN_TITLES.get(assignment.title)
-    return str(built_in) if built_in is not None else assignment.title
+    from grader.tasks import TASKS
+
+    from ..i18n import interface_language
+
+    if assignment.title == QUIZ_TITLE:
+        return str(_l("Self-check quiz"))
+    task = next((t for t in TASKS.values() if t.title == assignment.title), None)
+    return task.title_in(interface_language()) if task is not None else assignment.title
 
 
 def chapter_question_ids() -> list[str]:
