@@ -45,6 +45,8 @@ def _template_database() -> tuple[Path, dict]:
         url = f"sqlite:///{folder / 'template.db'}"
         migrate(url)
         people = seed_people(get_engine(url))
+        from web.lti.keys import ensure_signing_key
+        ensure_signing_key(get_engine(url))  # what the first app start leaves (an RSA key: 40 ms)
         dispose_engines()  # closes the connections, so the WAL is folded into the file
         _TEMPLATE.update(path=folder / "template.db", people=people)
     return _TEMPLATE["path"], _TEMPLATE["people"]

@@ -194,3 +194,33 @@ def test_metrics_token_is_required_when_configured(service):
     assert r.status_code == 401 and r.headers["WWW-Authenticate"] == "Bearer"
     assert client.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
     assert _metrics(client, Authorization="Bearer s3cret-scrape")[("attn_grader_database_up", ())]
+
+
+def test_an_unreachable_database_is_a_503_page_that_fits_a_phone_for_a_browser(tmp_path):
+    """A page of its own (the site's layout reads the user from the database): a phone's width,
+    the reason, and a retry by itself where retrying repeats nothing (GET)."""
+    from pages_support import make_env, sign_in
+    from web.db import dispose_engines
+
+    env = make_env(tmp_path)
+    try:
+        client = env.app.test_client()
+        assert sign_in(client, "ada@example.org").status_code == 302
+        env.app.extensions["attn_grader"].engine = create_engine(
+            f"postgresql+psycopg://nobody@127.0.0.1:{free_port()}/none")
+        page = client.get("/", headers={"Accept": "text/html"})
+        assert page.status_code == 503 and page.mimetype == "text/html" and page.headers["Retry-After"]
+        html = page.get_data(as_text=True)
+        assert 'name="viewport" content="width=device-width' in html
+        assert "The database is unavailable right now" in html and 'http-equiv="refresh"' in html
+        sent = client.post("/sign-in", data={"email": "ada@example.org", "password": "x"},
+                           headers={"Accept": "text/html"})
+        assert sent.status_code == 503 and 'http-equiv="refresh"' not in sent.get_data(as_text=True)
+        assert "Back button" in sent.get_data(as_text=True)
+        # the language is chosen without the database: the browser's, here
+        russian = client.get("/", headers={"Accept": "text/html", "Accept-Language": "ru"})
+        assert '<html lang="ru">' in russian.get_data(as_text=True)
+        assert "База данных сейчас недоступна" in russian.get_data(as_text=True)
+        assert "через 30 секунд." in russian.get_data(as_text=True)
+    finally:
+        dispose_engines()

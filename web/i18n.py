@@ -39,6 +39,15 @@ def interface_language() -> str:
     return lang if lang in LANGUAGES else DEFAULT_LANGUAGE
 
 
+def visitor_language() -> str:
+    """The language a page can choose without the database (the session's, else the browser's):
+    what an answer to a database outage speaks."""
+    lang = session.get("lang") if has_request_context() else None
+    if lang not in LANGUAGES and has_request_context():
+        lang = request.accept_languages.best_match(list(LANGUAGES))
+    return lang if lang in LANGUAGES else DEFAULT_LANGUAGE
+
+
 def _request_locale() -> str:
     from flask_babel import get_locale
 

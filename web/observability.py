@@ -198,6 +198,18 @@ def _database_error(exc: SQLAlchemyError):
         log.error("database unavailable: %s", getattr(exc, "orig", exc), exc_info=exc)
     if request.path.startswith("/api/") or request.accept_mimetypes.best == "application/json":
         response = jsonify(error=message, request_id=g.get("request_id"))
+    elif current_app.config.get("PAGES") and request.accept_mimetypes.accept_html:
+        # a page of its own, rendered without the context processors and in a language chosen
+        # without the database: the site's layout, Flask-Login's ``current_user`` and the
+        # signed-in user's saved language all read it
+        from flask_babel import force_locale
+
+        from .i18n import visitor_language
+        with force_locale(visitor_language()):
+            html = current_app.jinja_env.get_template("unavailable.html").render(
+                lang=visitor_language(), store_full=message is STORE_FULL_MESSAGE,
+                request_id=g.get("request_id"), retry=retry_after, again=request.method == "GET")
+        response = Response(html)
     else:
         response = Response(f"{message}\n(request id {g.get('request_id')})\n",
                             mimetype="text/plain")

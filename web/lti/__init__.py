@@ -22,7 +22,9 @@ def init_engine(engine) -> None:
 def init_app(app) -> None:
     init_engine(app.extensions["attn_grader"].engine)
     if app.config["PAGES"]:  # the endpoints render pages and use the pages' forms and helpers
-        from . import frame, views
+        from . import frame, keys, views
+
+        keys.ensure_signing_key(app.extensions["attn_grader"].engine)
 
         app.register_blueprint(views.bp)
         frame.init_app(app)  # LTI pages inside the LMS's page: a session carried by the URLs

@@ -70,7 +70,6 @@ def _launch_storage():
 @csrf.exempt
 def login():
     conf = DatabaseToolConf(db())
-    keys.signing_key(db())  # generated on the first login, stored with this request
     oidc = oidc_state.StateRecordingLogin(FlaskRequest(), conf, launch_data_storage=_launch_storage())
     oidc.db = db()
     try:
@@ -259,8 +258,6 @@ def admin():
             session.commit()
             flash(gettext("Platform registered."), "success")
             return redirect(url_for("lti.admin"))
-    keys.signing_key(session)
-    session.commit()
     contexts = session.query(LtiContext).order_by(LtiContext.id).all()
     register_url = registration.registration_url(request.host_url, current_app.secret_key)
     return render_template("lti/admin.html", form=form, urls=platforms.tool_urls(),
