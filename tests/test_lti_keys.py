@@ -1,6 +1,7 @@
-"""The tool's signing key is made when the app starts, so no page writes it (seen in CI: the
-LTI settings page answered 503 "database is locked" while grading workers wrote: its
-transaction had read, and SQLite refuses to turn that into a write once another process wrote)."""
+"""LTI on SQLite beside grading workers that write. SQLite will not turn a transaction that has
+read into a writing one once another process has written since ("database is locked", at once):
+seen in CI on the LTI settings page, whose GET wrote the first signing key. The key is now made
+when the app starts, and the views that write on a GET take the write lock at BEGIN."""
 from __future__ import annotations
 
 from sqlalchemy.orm import Session
@@ -50,5 +51,26 @@ def test_the_lti_page_writes_nothing_while_a_worker_writes(tmp_path):
         response = client.get("/instructor/lti")
         assert response.status_code == 200, response.text[:300]
         assert "/lti/jwks" in response.text
+    finally:
+        dispose_engines()
+
+
+def test_the_lms_login_and_registration_take_the_write_lock_even_on_a_get(tmp_path):
+    """They write on a GET (the login's state and nonce, the registered platform): on SQLite their
+    transaction takes the write lock at BEGIN, as a POST's does, and waits for a worker's write
+    instead of failing once the worker has written since it read."""
+    from pages_support import make_env
+    from web.db import dispose_engines
+    from web.extensions import db_session
+
+    env = make_env(tmp_path)
+    try:
+        for path, immediate in (("/lti/login", True), ("/lti/register/a-token", True), ("/lti/jwks", False),
+                                ("/instructor/lti", False), ("/", False)):
+            with env.app.test_request_context(path, method="GET"):
+                options = db_session().get_bind().get_execution_options()
+                assert options.get("sqlite_immediate", False) is immediate, path
+        with env.app.test_request_context("/instructor/lti", method="POST"):
+            assert db_session().get_bind().get_execution_options().get("sqlite_immediate")
     finally:
         dispose_engines()

@@ -1,9 +1,10 @@
 """Flask extensions, the per-request database session, and accepting code in a request.
 
 Views get the session with ``db_session()``; it is closed (and rolled back if uncommitted)
-at the end of the request. On SQLite a request that may write (POST, PUT, PATCH, DELETE)
-starts its transaction with ``BEGIN IMMEDIATE`` so concurrent writers wait for each other
-instead of failing with "database is locked".
+at the end of the request. On SQLite a request that may write (POST, PUT, PATCH, DELETE, and a
+GET to a view marked ``writes_on_get``) starts its transaction with ``BEGIN IMMEDIATE`` so
+concurrent writers wait for each other instead of failing with "database is locked": SQLite
+will not turn a transaction that has read into a writing one once another process has written.
 """
 from __future__ import annotations
 
@@ -38,10 +39,23 @@ def state() -> ServiceState:
     return current_app.extensions["attn_grader"]
 
 
+def writes_on_get(view):
+    """Mark a view that writes when it answers a GET (an LMS's login or registration request)."""
+    view.writes_on_get = True
+    return view
+
+
+def _may_write() -> bool:
+    if request.method not in _READ_METHODS:
+        return True
+    view = current_app.view_functions.get(request.endpoint) if request.endpoint else None
+    return getattr(view, "writes_on_get", False)
+
+
 def db_session() -> Session:
     if "db_session" not in g:
         engine = state().engine
-        if request and request.method not in _READ_METHODS:
+        if request and _may_write():
             engine = writing(engine)
         g.db_session = Session(bind=engine, expire_on_commit=False)
     return g.db_session

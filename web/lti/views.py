@@ -27,7 +27,7 @@ from pylti1p3.deep_link_resource import DeepLinkResource
 from pylti1p3.exception import LtiException, OIDCException
 from pylti1p3.lineitem import LineItem
 
-from ..extensions import csrf
+from ..extensions import csrf, writes_on_get
 from ..pages.forms import ActionForm
 from ..pages.helpers import db, instructor_required
 from ..security import content_security_policy
@@ -67,6 +67,7 @@ def _launch_storage():
 
 
 @bp.route("/lti/login", methods=["GET", "POST"])
+@writes_on_get  # the login's state and nonce, whichever method the LMS uses
 @csrf.exempt
 def login():
     conf = DatabaseToolConf(db())
@@ -199,6 +200,7 @@ def deep_link(launch_id: str):
 
 
 @bp.get("/lti/register/<token>")
+@writes_on_get  # the platform it registers
 @csrf.exempt
 def register(token: str):
     """Dynamic registration: the LMS opens this URL (pasted by its administrator), usually
