@@ -201,12 +201,16 @@ def reconcile(loop):
     dispatcher = make_dispatcher(config)
     while True:
         report = run(engine, dispatcher, queued_stale_seconds=config["QUEUED_STALE_SECONDS"])
-        def jobs(ids):  # "none", or "2 (ids 14, 15)"
-            return f"{len(ids)} (ids {', '.join(map(str, ids))})" if ids else "none"
-        click.echo(f"jobs failed for a lost host: {jobs(report.failed)}; jobs re-notified: {jobs(report.renotified)}")
+        click.echo(f"jobs failed for a lost host: {_job_ids(report.failed)}; "
+                   f"jobs re-notified: {_job_ids(report.renotified)}")
         if not loop:
             return
         time.sleep(config["RECONCILE_SECONDS"])
+
+
+def _job_ids(ids) -> str:
+    """'none', or '2 (ids 14, 15)'."""
+    return f"{len(ids)} (ids {', '.join(map(str, ids))})" if ids else "none"
 
 
 # ---- db ----------------------------------------------------------------------------------

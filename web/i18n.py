@@ -34,17 +34,20 @@ def interface_language() -> str:
         lang = current_user.locale
     else:
         lang = session.get("lang")
-    if lang not in LANGUAGES:
-        lang = request.accept_languages.best_match(list(LANGUAGES))
-    return lang if lang in LANGUAGES else DEFAULT_LANGUAGE
+    return lang if lang in LANGUAGES else _browser_language()
 
 
 def visitor_language() -> str:
     """The language a page can choose without the database (the session's, else the browser's):
     what an answer to a database outage speaks."""
-    lang = session.get("lang") if has_request_context() else None
-    if lang not in LANGUAGES and has_request_context():
-        lang = request.accept_languages.best_match(list(LANGUAGES))
+    if not has_request_context():
+        return DEFAULT_LANGUAGE
+    lang = session.get("lang")
+    return lang if lang in LANGUAGES else _browser_language()
+
+
+def _browser_language() -> str:
+    lang = request.accept_languages.best_match(list(LANGUAGES))
     return lang if lang in LANGUAGES else DEFAULT_LANGUAGE
 
 

@@ -190,7 +190,8 @@ def _database_error(exc: SQLAlchemyError):
             session.rollback()  # nothing half-written: the transaction never committed
         except SQLAlchemyError:
             session.invalidate()
-    if is_disk_full(exc):
+    store_full = is_disk_full(exc)
+    if store_full:
         message, retry_after = STORE_FULL_MESSAGE, STORE_FULL_RETRY_SECONDS
         log.critical("submission store full: %s", exc.__class__.__name__, exc_info=exc)
     else:
@@ -205,9 +206,10 @@ def _database_error(exc: SQLAlchemyError):
         from flask_babel import force_locale
 
         from .i18n import visitor_language
-        with force_locale(visitor_language()):
+        lang = visitor_language()
+        with force_locale(lang):
             html = current_app.jinja_env.get_template("unavailable.html").render(
-                lang=visitor_language(), store_full=message is STORE_FULL_MESSAGE,
+                lang=lang, store_full=store_full,
                 request_id=g.get("request_id"), retry=retry_after, again=request.method == "GET")
         response = Response(html)
     else:
