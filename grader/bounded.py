@@ -2,10 +2,13 @@
 
 Parsing and the static scans walk a tree the student shapes, so a blow-up there (an alias loop, a
 quadratic pass, a tree of millions of nodes) must cost a throw-away process, never a grading
-worker or the web app. Each call starts a fresh interpreter (no torch: about 40 ms) that first
+worker or the web app. Each call starts a fresh interpreter (``-I -S``: no site-packages, no torch;
+about 40 ms) that first
 limits itself (CPU time, address space), reads the source on stdin and writes one JSON line per
 finished stage; the parent adds a wall-clock limit. A stage that did not finish is a
 ``BoundExceeded``, which the caller turns into a clear ``load.source`` or ``forbidden.*`` failure.
+A grading asks for its parse and every scan its checks read in one call (``analyse``): one
+interpreter's start and one parse per grading, not one per scan.
 
 The bounds are fixed, so the same file meets them the same way on every run and under any load:
 ``MAX_SOURCE_BYTES`` and ``MAX_NODES`` are checked before any scan, ``CPU_SECONDS`` is the child's
@@ -25,6 +28,7 @@ MAX_NODES = 250_000              # syntax nodes; a 64 KiB file has at most about
 CPU_SECONDS = 10                 # the child's CPU time for all its stages together
 MEMORY_BYTES = 768 * 1024 * 1024  # the child's address space
 WALL_SECONDS = 120               # a backstop only: the child runs no student code and never waits
+SCANS = ("forbidden", "autograd")  # the static scans (checks/forbidden.py, checks/autograd_ban.py)
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); from grader.bounded import _child; "
          "_child(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:])")
@@ -39,27 +43,53 @@ class BoundExceeded(Exception):
         self.stage, self.what, self.detail = stage, what, detail
 
 
+class Analysis:
+    """The parse of one text and the static scans asked for with it, from one limited process.
+
+    ``problem``: as ``parse`` returns it. ``findings(kind)``: as ``scan`` returns it, or the
+    ``BoundExceeded`` that scan met, raised again where it is read."""
+
+    def __init__(self, problem: dict | None, out: dict, scans: tuple[str, ...]):
+        self.problem, self._out, self.scans = problem, out, scans
+
+    def findings(self, kind: str) -> list[dict]:
+        if kind not in self.scans:
+            raise ValueError(f"the scan {kind!r} was not asked for (asked: {', '.join(self.scans) or 'none'})")
+        problem = self.problem
+        if problem:
+            if problem["error"] in ("size", "nodes"):
+                raise BoundExceeded(kind, problem["error"], f"{problem['count']} > {problem['limit']}")
+            raise SyntaxError(problem.get("msg") or problem["error"])
+        if kind not in self._out:
+            raise BoundExceeded(kind, *self._out["_stopped"])
+        return self._out[kind]
+
+
+def analyse(source: str, scans=()) -> Analysis:
+    """The parse of ``source`` and the scans ``scans`` ("forbidden", "autograd") in one limited
+    process, the parse done once: a grading's whole static analysis for one interpreter's start.
+    Raises ``BoundExceeded`` when the parse itself ran out of time or memory."""
+    scans = tuple(scans)
+    unknown = set(scans) - set(SCANS)
+    if unknown:
+        raise ValueError(f"unknown scan {sorted(unknown)[0]!r}; choose from {', '.join(SCANS)}")
+    out = _run(source, ["parse", *scans])
+    return Analysis(out["parse"], out, scans)
+
+
 def parse(source: str) -> dict | None:
     """None where ``source`` parses within the bounds, else why not: {"error": "syntax", "msg",
     "lineno", "offset", "text", "end_lineno", "end_offset"}, {"error": "deep"} (Python's parser
     gave up on nesting), {"error": "value", "msg"} (null bytes), or {"error": "size"|"nodes",
     "count", "limit"}. Raises ``BoundExceeded`` when the parse itself ran out of time or memory."""
-    return _run(source, ["parse"])["parse"]
+    return analyse(source).problem
 
 
 def scan(source: str, kind: str) -> list[dict]:
     """The findings of the static scan ``kind`` ("forbidden" or "autograd") as {line, what}.
     Raises ``BoundExceeded`` where the file is past a bound or the scan did not finish in them,
     and ``SyntaxError`` where it does not parse (grading parses first, so only a direct caller sees it)."""
-    out = _run(source, ["parse", kind])
-    problem = out["parse"]
-    if problem:
-        if problem["error"] in ("size", "nodes"):
-            raise BoundExceeded(kind, problem["error"], f"{problem['count']} > {problem['limit']}")
-        raise SyntaxError(problem.get("msg") or problem["error"])
-    if kind not in out:
-        raise BoundExceeded(kind, *out["_stopped"])
-    return out[kind]
+    return analyse(source, (kind,)).findings(kind)
 
 
 def defined(source: str, names: list[str]) -> dict:
@@ -95,9 +125,9 @@ def top_level_defs(source: str, name: str) -> list[int]:
 def _run(source: str, stages: list[str]) -> dict:
     data = source.encode("utf-8", "surrogatepass")
     if len(data) > MAX_SOURCE_BYTES:
-        return {"parse": {"error": "size", "count": len(data), "limit": MAX_SOURCE_BYTES}}
+        return {"parse": {"error": "size", "count": len(data), "limit": MAX_SOURCE_BYTES}, "_stopped": ("size", "")}
     try:
-        done = subprocess.run([sys.executable, "-I", "-c", _BOOT, _ROOT, str(CPU_SECONDS), str(MEMORY_BYTES),
+        done = subprocess.run([sys.executable, "-I", "-S", "-c", _BOOT, _ROOT, str(CPU_SECONDS), str(MEMORY_BYTES),
                                *stages], input=data,
                               capture_output=True, timeout=WALL_SECONDS, check=False)
     except subprocess.TimeoutExpired:  # run() has killed it

@@ -193,14 +193,14 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
     except UnicodeEncodeError as exc:  # text handed over as str with a lone surrogate
         return fail_load("load.source", T("the file is not valid Unicode text (character {position} is half "
                                           "of a surrogate pair): save it as UTF-8", position=exc.start))
-    try:
-        problem = bounded.parse(source)  # in a limited process of its own: see bounded.py
+    try:  # the parse and the source scans the checks read, in one limited process (bounded.py)
+        analysis = bounded.analyse(source, [SCAN_OF_CHECK[c.id] for c in t.checks if c.id in SCAN_OF_CHECK])
     except bounded.BoundExceeded as exc:
         return fail_load("load.source", T("the grader could not parse your file within its limits ({detail}): "
                                           "a solution needs far less; remove generated or pasted code",
                                           detail=exc.detail or exc.what), {"bound": exc.what})
-    if problem:
-        return fail_load("load.source", *parse_failure(problem))
+    if analysis.problem:
+        return fail_load("load.source", *parse_failure(analysis.problem))
     add("load.source", True, T("valid UTF-8 Python"))
     coding = foreign_coding(source)
 
@@ -231,11 +231,11 @@ def grade_source(source, task: str, *, seed: int | None = None, sandbox: str = "
             return _finish(report, session, fail_load("load.signature", problem, {"parameters": loaded.params}))
         add("load.signature", True, T("the signature accepts every argument the task passes"))
         facts = _run_checks(report, session, t, secret, device, add, progress, total, smallest=only is not None,
-                            observe=observe)
+                            observe=observe, analysis=analysis)
         if only is not None and all(c.passed for c in report.checks if c.id == only):
             # the smallest case passes: show the check at its ordinary sizes instead
             report.checks = [c for c in report.checks if c.id.startswith("load.")]
-            facts = _run_checks(report, session, t, secret, device, add, progress, total)
+            facts = _run_checks(report, session, t, secret, device, add, progress, total, analysis=analysis)
         if t.gpu_suite and str(device).startswith("cuda"):
             add_gpu_suite(report, session, device, secret)
         _score(report, t, facts)
@@ -286,7 +286,9 @@ def _finish(report, session, result):
 
 
 # The checks that read the source without running it: what they find the run must confirm.
-STATIC_SCANS = ("forbidden.static", "forbidden.autograd_source")
+# The checks that read a scan of the source (bounded.SCANS), and which.
+SCAN_OF_CHECK = {"forbidden.static": "forbidden", "forbidden.autograd_source": "autograd"}
+STATIC_SCANS = tuple(SCAN_OF_CHECK)
 
 
 def _run_one(ctx, check, add, per_check) -> bool | None:
@@ -368,8 +370,9 @@ def _unconfirmed_static(report) -> None:
                            "matched torch's kernels, so only this check's points are lost)")
 
 
-def _run_checks(report, session, t, seed, device, add, progress, total, smallest=False, observe=None):
-    ctx = Context(session, t, seed, device, CHECK_SECONDS, smallest=smallest, observe=observe)
+def _run_checks(report, session, t, seed, device, add, progress, total, smallest=False, observe=None,
+                analysis=None):
+    ctx = Context(session, t, seed, device, CHECK_SECONDS, smallest=smallest, observe=observe, analysis=analysis)
     checks_started = time.monotonic()
     per_check, crashes = {}, 0
     main = [c for c in t.checks if not c.post]

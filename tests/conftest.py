@@ -10,6 +10,14 @@ if ROOT not in sys.path:
 # whatever the developer's locale (tests/test_grader_i18n.py sets its own).
 os.environ["ATTN_GRADER_LANG"] = "en"
 
+# Grade in this process as the service's workers and `attn-grader check` do: on one torch thread
+# (web/dispatch/threads.py says why). torch's default pool, a thread per core, in each of the
+# suite's xdist workers made every in-process grading slower on two busy cores (measured: two
+# processes grading 36 corpus files each, 19.5 s on torch's default pool, 15.6 s on one thread).
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+
 # The service's fixtures (databases on SQLite and PostgreSQL, Redis, a fake grader).
 pytest_plugins = ["service_support"]
 

@@ -131,21 +131,39 @@ def test_a_child_past_its_cpu_or_memory_bound_is_a_clear_failure(monkeypatch):
 
 
 def test_a_scan_past_its_bounds_fails_its_check_with_a_message(monkeypatch):
-    from grader.checks.base import Fail
+    from types import SimpleNamespace
 
-    class Ctx:
-        class session:
-            source = THREE_LINES
+    from grader.checks.base import Context, Fail
+    from grader.tasks import TASKS
 
-    def past(source, kind):
-        raise bounded.BoundExceeded(kind, "cpu", "over 10 s of CPU time")
+    def past(source, stages):  # the limited process stopped after the parse
+        return {"parse": None, "_stopped": ("cpu", "over 10 s of CPU time")}
 
-    monkeypatch.setattr(bounded, "scan", past)
-    for check in (forbidden.static_check, autograd_ban.static_check):
-        with pytest.raises(Fail) as caught:
-            check(Ctx)
-        assert "within its limits (over 10 s of CPU time)" in caught.value.message
-        assert caught.value.details["detected"] and caught.value.details["bound"] == "cpu"
+    monkeypatch.setattr(bounded, "_run", past)
+    session = SimpleNamespace(source=THREE_LINES, charged=0.0)
+    # the grading's one analysis, and a check's own scan where a context has none
+    for analysis in (bounded.analyse(THREE_LINES, bounded.SCANS), None):
+        ctx = Context(session, TASKS["sdpa_backward"], 1, "cpu", 1.0, analysis=analysis)
+        for check in (forbidden.static_check, autograd_ban.static_check):
+            with pytest.raises(Fail) as caught:
+                check(ctx)
+            assert "within its limits (over 10 s of CPU time)" in caught.value.message
+            assert caught.value.details["detected"] and caught.value.details["bound"] == "cpu"
+
+
+def test_a_grading_parses_and_scans_in_one_limited_process(monkeypatch):
+    stages = []
+    run = bounded._run
+
+    def counted(source, asked):
+        stages.append(asked)
+        return run(source, asked)
+
+    monkeypatch.setattr(bounded, "_run", counted)
+    with open(os.path.join(os.path.dirname(HERE), "grader", "tasks", "sdpa_backward", "corpus", "correct",
+                           "matmul_chain_rule.py")) as f:
+        report = grade_source(f.read(), "sdpa_backward", seed=1, only="forbidden.autograd_source")
+    assert report.checks[0].passed and stages == [["parse", "forbidden", "autograd"]], stages
 
 
 def test_the_three_lines_end_with_a_verdict():

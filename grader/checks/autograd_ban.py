@@ -347,7 +347,7 @@ def static_check(ctx):
     from .base import Fail
 
     try:
-        found = bounded.scan(ctx.session.source, "autograd")
+        found = ctx.scanned("autograd")
     except bounded.BoundExceeded as exc:
         raise Fail(beyond_bounds(exc), {"detected": True, "bound": exc.what, "limit": exc.detail}) from None
     if found:

@@ -14,6 +14,7 @@ from typing import Callable
 
 import torch
 
+from .. import bounded
 from ..i18n import T
 from .input_space import describe
 from .inputs import InputFactory
@@ -110,8 +111,9 @@ class Context:
     """The submission as the checks see it: a callable with fresh inputs and a trace."""
 
     def __init__(self, session, task, seed: int, device: str, check_seconds: float, smallest: bool = False,
-                 observe=None):
+                 observe=None, analysis=None):
         self.session, self.task, self.device = session, task, device
+        self.analysis = analysis            # the grading's parse and source scans (bounded.analyse)
         self.observe = observe              # observe(check_id, args, kwargs) before each call (tasks validate)
         self.inputs = InputFactory(seed, smallest=smallest)
         self.ops: set[str] = set()          # every torch function / aten op seen while tracing
@@ -134,6 +136,13 @@ class Context:
         # (check id, {axis: edges} of its inputs, None or (exception type, message)) per call
         self.drawn: list[tuple] = []
         self.answers: list[tuple] = []      # (check id, args, kwargs, output) of small plain calls (diagnosis.py)
+
+    def scanned(self, kind: str) -> list[dict]:
+        """The findings of the source scan ``kind`` (``bounded.scan``): from the grading's analysis,
+        which ran it with the parse, or else in a limited process of its own."""
+        if self.analysis is not None and kind in self.analysis.scans:
+            return self.analysis.findings(kind)
+        return bounded.scan(self.session.source, kind)
 
     def passed_check(self, check_id: str) -> bool:
         """Did ``check_id`` pass? Only for a check that declares it in ``needs`` (so it ran before)."""

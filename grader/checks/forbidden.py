@@ -107,7 +107,7 @@ def _has_fragment(text: str) -> str | None:
 
 def scan_source(source: str) -> list[dict]:
     """Findings as {line, what}; empty for a clean file. The source must parse. In this process:
-    grading calls ``static_check``, which scans in a limited one (``bounded.scan``)."""
+    grading calls ``static_check``, which reads the scan made in a limited one (``bounded.analyse``)."""
     return scan_tree(parse_python(source))
 
 
@@ -261,7 +261,7 @@ def static_check(ctx) -> str:
     from .base import Fail
 
     try:
-        findings = bounded.scan(ctx.session.source, "forbidden")
+        findings = ctx.scanned("forbidden")
     except bounded.BoundExceeded as exc:
         raise Fail(beyond_bounds(exc), {"detected": True, "bound": exc.what, "limit": exc.detail}) from None
     if findings:
