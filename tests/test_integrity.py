@@ -7,9 +7,12 @@ with a protocol failure where the forgery reached the channel; ``notattention`` 
 load and forbidden points; ``inputs``/``scale`` fail that family; ``grad`` scores nothing in the
 gradient family (gradients the child made up); ``unloaded`` fails to load (score 0) with a report,
 never an exception; ``full`` scores 100; ``score<=N`` at most N (a charged-once rule it tries to buy); ``any`` only must not break the grader. Every file is graded
-at three sandbox levels: ``none``, where the harness is the child's ``__main__`` and easy to
-patch (so the parent's own checks are what stops it), ``local`` and ``auto``; a file about
-scoring rather than the child (``# levels: local``) at the levels it names. ``static`` (a name of
+at ``local`` (no isolation: the child can undo anything in its own process, so the parent's own
+checks are what stops it) and ``auto``; a file names other levels with ``# levels:``. ``none``
+differs from ``local`` only in how the child starts (a fresh interpreter whose ``__main__`` is the
+harness, 2-3 s of CPU each for torch's import and disarming, against a fork of a warm process), so
+the attacks that reach the harness through ``__main__`` are graded there too; a file about scoring
+rather than the child (``# levels: local``) only where it says. ``static`` (a name of
 torch's attention the file never calls) fails ``forbidden.static`` and loses nothing else: the run
 did not confirm it.
 """
@@ -33,6 +36,7 @@ from grader.tasks import TASKS
 HERE = os.path.dirname(os.path.abspath(__file__))
 ATTACKS = sorted(glob.glob(os.path.join(HERE, "integrity", "*.py")))
 LEVELS = ("none", "local", "auto")
+DEFAULT_LEVELS = ("local", "auto")
 LOAD_POINTS = 5
 # Tighter than a real run: the attacks that start programs or loop on purpose stop sooner.
 LIMITS = Limits(wall_seconds=20, call_seconds=5)
@@ -52,7 +56,7 @@ def _meta(path):
 
 def _levels(path):
     found = re.search(r"^# levels: (.+)$", _head(path), re.M)
-    return tuple(level for level in LEVELS if level in found.group(1).split()) if found else LEVELS
+    return tuple(level for level in LEVELS if level in found.group(1).split()) if found else DEFAULT_LEVELS
 
 
 def _reaches(path):
@@ -65,7 +69,7 @@ def _skipped(report) -> list:
     return [c["id"] for c in report["checks"] if c["details"].get("skipped")]
 
 
-# The fixture grades every attack at every level (about 120 gradings, two at a time) before its
+# The fixture grades every attack at each of its levels (about 90 gradings, two at a time) before its
 # first test: minutes on two busy cores, more than pytest-timeout's default for one test.
 pytestmark = pytest.mark.timeout(1200)
 
@@ -96,6 +100,14 @@ def test_every_attack_family_is_present():
                      "softmax_backward_native", "softmax_backward_decomposition", "tiled_rows_whole_keys",
                      "tiled_query_chunks"):
         assert required in names
+
+
+def test_every_attack_on_the_harness_as_main_is_graded_where_it_is_main():
+    """An attack that finds the harness as ``__main__`` reaches it only at ``none``: graded there."""
+    for path in ATTACKS:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            if 'modules.get("__main__")' in f.read():
+                assert "none" in _levels(path), f"{os.path.basename(path)}: add '# levels: none local auto'"
 
 
 @pytest.mark.parametrize("path,level", [(p, level) for p in ATTACKS for level in _levels(p)],

@@ -1,5 +1,6 @@
 # attack: a 30,000-deep JSON header (a recursion bomb for the parser)
 # task: sdpa
+# levels: none local auto
 # expect: protocol
 import os
 import struct

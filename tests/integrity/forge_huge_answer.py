@@ -1,5 +1,6 @@
 # attack: an answer announcing 256 MiB of tensor data, for the parent to read and copy
 # task: sdpa
+# levels: none local auto
 # expect: protocol
 import json
 import os

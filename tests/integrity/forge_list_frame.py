@@ -1,5 +1,6 @@
 # attack: a frame whose body is a list, written to the answer channel at import
 # task: sdpa
+# levels: none local auto
 # expect: protocol
 import json
 import os

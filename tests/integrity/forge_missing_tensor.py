@@ -1,5 +1,6 @@
 # attack: an "ok" answer referring to a tensor the frame does not carry
 # task: sdpa
+# levels: none local auto
 # expect: protocol
 import json
 import os

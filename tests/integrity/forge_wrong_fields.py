@@ -1,5 +1,6 @@
 # attack: every answer rewritten on its way out, with fields of the wrong types
 # task: sdpa
+# levels: none local auto
 # expect: protocol
 # (the forgery needs the harness as the child's __main__, which it is only without the namespace sandbox)
 # reaches: none

@@ -1,5 +1,6 @@
 # attack: the harness's recorder classes replaced from the submission, then the built-in
 # task: sdpa
+# levels: none local auto
 import sys
 
 import torch
