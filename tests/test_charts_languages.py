@@ -81,3 +81,30 @@ def test_chinese_labels_are_measured_with_a_font_that_has_them():
         warnings.simplefilter("error")  # "Glyph ... missing from font(s)" is a UserWarning
         svg = charts.weights_heatmaps([[0.5, 0.5], [0.25, 0.75]])
     assert "键位置" in _svg_texts(svg)
+
+
+def test_a_picture_is_drawn_once_per_data_and_language(monkeypatch):
+    """Pictures are kept by their data and language: the same one asked again is not drawn again
+    (matplotlib was two thirds of the web process's CPU), new data or another language is."""
+    from flask import Flask
+    from flask_babel import Babel, force_locale
+
+    from web.i18n import TRANSLATIONS
+    from web.pages import charts
+
+    drawn = []
+    svg = charts._svg
+    monkeypatch.setattr(charts, "_svg", lambda fig: drawn.append(1) or svg(fig))
+    monkeypatch.setattr(charts, "_drawn", charts._Drawn(2))
+    app = Flask(__name__)
+    Babel(app, default_translation_directories=str(TRANSLATIONS))
+    weights = [[0.5, 0.5], [0.125, 0.875]]
+    with app.test_request_context():
+        with force_locale("en"):
+            first = charts.weights_heatmaps(weights)
+            assert charts.weights_heatmaps(weights) == first and len(drawn) == 1
+            assert charts.weights_heatmaps([[0.5, 0.5], [0.25, 0.75]]) != first and len(drawn) == 2
+        with force_locale("ru"):
+            assert "позиция ключа" in _svg_texts(charts.weights_heatmaps(weights)) and len(drawn) == 3
+        with force_locale("en"):  # two kept: the first English one made room for the Russian one
+            assert charts.weights_heatmaps(weights) == first and len(drawn) == 4

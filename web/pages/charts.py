@@ -7,11 +7,15 @@ language inside ``flask_babel.force_locale``).
 """
 from __future__ import annotations
 
+import functools
 import io
+import json
 import math
+import threading
+from collections import OrderedDict
 
 import matplotlib
-from flask_babel import format_decimal, gettext as _
+from flask_babel import format_decimal, get_locale, gettext as _
 
 matplotlib.use("Agg")
 from matplotlib import font_manager  # noqa: E402
@@ -20,6 +24,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: smaller and crisp
+matplotlib.rcParams["svg.hashsalt"] = "attn-grader"  # the same picture, the same bytes (its ids)
 
 # Latin and Cyrillic from DejaVu, Chinese from Noto CJK (scripts/system-deps.sh installs both):
 # matplotlib falls back glyph by glyph through this list when it measures the layout, and the
@@ -40,9 +45,51 @@ PASS_COLOUR, FAIL_COLOUR, ACCENT = "#2e7d32", "#c62828", "#3559c7"
 NAMED_COLOUR = "#ef9a9a"  # a failure the grader names a bug for: the lighter part of a red bar
 
 
+# Drawing a picture costs 0.1-0.5 s of the web process's CPU, and the same one is asked for again
+# and again: a result page in each language and on each device, the score chart on every visit to
+# an assignment page. A picture is a function of its data and the language it is drawn in, so the
+# last ones drawn are kept, keyed by both (a new score makes a new key; nothing goes stale).
+# Measured: charts were two thirds of the web process's CPU in tests/test_browser.py (py-spy).
+KEPT_PICTURES = 256  # about 20-60 KB each
+
+
+class _Drawn:
+    def __init__(self, size: int):
+        self.size, self.lock, self.pictures = size, threading.Lock(), OrderedDict()
+
+    def get(self, key):
+        with self.lock:
+            svg = self.pictures.get(key)
+            if svg is not None:
+                self.pictures.move_to_end(key)
+            return svg
+
+    def put(self, key, svg: bytes) -> None:
+        with self.lock:
+            self.pictures[key] = svg
+            while len(self.pictures) > self.size:
+                self.pictures.popitem(last=False)
+
+
+_drawn = _Drawn(KEPT_PICTURES)
+
+
+def kept(draw):
+    """``draw`` drawn once per data and language; later calls with the same get the same bytes."""
+    @functools.wraps(draw)
+    def picture(*args, **kwargs) -> bytes:
+        key = (draw.__name__, str(get_locale()), json.dumps([args, kwargs], sort_keys=True, default=str))
+        svg = _drawn.get(key)
+        if svg is None:
+            svg = draw(*args, **kwargs)
+            _drawn.put(key, svg)
+        return svg
+    return picture
+
+
 def _svg(fig: Figure) -> bytes:
     out = io.BytesIO()
-    fig.savefig(out, format="svg", bbox_inches="tight")
+    fig.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None})
     return out.getvalue()
 
 
@@ -60,6 +107,7 @@ def _integer_ticks(ax) -> None:
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
 
 
+@kept
 def weights_heatmaps(submission, reference=None) -> bytes:
     """The submission's attention weights beside the reference's, on one 0–1 colour scale;
     NaN cells are crossed out in a colour of their own, with a legend entry."""
@@ -90,6 +138,7 @@ def weights_heatmaps(submission, reference=None) -> bytes:
     return _svg(fig)
 
 
+@kept
 def variance_plot(table: list[dict]) -> bytes:
     """Logit variance against d_k: the submission's points and the expected values."""
     rows = sorted(table, key=lambda r: r["d_k"])
@@ -123,6 +172,7 @@ def variance_plot(table: list[dict]) -> bytes:
     return _svg(fig)
 
 
+@kept
 def score_histogram(scores: list[float], top: float | None, title: str = "") -> bytes:
     fig = Figure(figsize=(5.2, 3.0))
     ax = fig.subplots()
@@ -142,6 +192,7 @@ def score_histogram(scores: list[float], top: float | None, title: str = "") -> 
     return _svg(fig)
 
 
+@kept
 def failure_bars(rates: list[dict]) -> bytes:
     """Horizontal bars: the share of students whose latest submission fails each scored check,
     split into the part a named bug explains and the rest. Reported-only checks cost nothing
