@@ -22,8 +22,8 @@ torch.set_num_threads(1)
 pytest_plugins = ["service_support"]
 
 # The modules that take minutes (pytest --durations), first: `make test` runs one module per
-# worker (pytest-xdist, a worker per core, --dist loadfile), and the workers finish together
-# when the long ones do not start last. Within a module the order is unchanged.
+# worker (pytest-xdist, one worker more than cores, --dist loadfile), and the workers finish
+# together when the long ones do not start last. Within a module the order is unchanged.
 HEAVY_FIRST = ("test_grader_corpus.py", "test_browser.py", "test_accessibility.py", "test_integrity.py",
                "test_student_cli.py", "test_sandbox_hostile.py", "test_faults.py", "test_grader_cli.py",
                "test_service_e2e.py", "test_dispatch_processes.py", "test_notebooks.py", "test_trap.py")
