@@ -58,6 +58,23 @@ def test_links_and_the_api_name_submissions_by_public_id(service):
     assert client.get("/s/0123456789abcdef").status_code == 404
 
 
+def test_a_public_id_of_digits_only_names_its_submission(service):
+    """One public id in about 1,800 is sixteen digits: it is still that submission's public id, not
+    an integer id (which named another submission, or on PostgreSQL was out of range: a 500)."""
+    client, post, get = _client(service.config, service.people)
+    body = post("ada", "# SCORE=6\n")
+    digits = "8239826658149586"  # the one CI drew
+    with session_factory(service.engine)() as session:
+        session.get(Submission, body["id"]).public_id = digits
+        session.commit()
+    shown = get("ada", f"/api/v1/submissions/{digits}")
+    assert shown.status_code == 200 and shown.get_json()["id"] == body["id"], shown.get_data(as_text=True)
+    assert client.get(f"/s/{digits}").status_code == 302  # the page link: to sign in, not a 500
+    for ref in ("9" * 12, "2147483648", "\u00b2"):  # past the integer column, a superscript digit
+        assert get("ada", f"/api/v1/submissions/{ref}").status_code == 404, ref
+    assert get("ada", f"/api/v1/submissions/{body['id']}").get_json()["public_id"] == digits
+
+
 def _restore_then_submit(config, people, backup, restore):
     """Three submissions, a backup, two more (lost with the restore), the restore, two new."""
     _client_, post, _get = _client(config, people)

@@ -23,13 +23,19 @@ from .models import Submission, new_public_id  # noqa: F401 (drawn by the model'
 PUBLIC_ID = re.compile(r"[0-9a-f]{16}")
 
 
+MAX_INTEGER_ID = 2**31 - 1  # the id column is a 32-bit integer on PostgreSQL
+
+
 def submission_id_for(session: Session, ref: str | int) -> int | None:
-    """The integer id a reference names: a public id, or (older links) the integer itself."""
+    """The integer id a reference names: a public id, or (older links) the integer itself.
+
+    Sixteen characters are a public id even when they are all digits (one id in about 1,800 is:
+    read as an integer it named another submission, or past PostgreSQL's integer range, a 500)."""
     ref = str(ref).strip().lower()
-    if ref.isdigit():
-        return int(ref)
     if PUBLIC_ID.fullmatch(ref):
         return session.scalar(select(Submission.id).where(Submission.public_id == ref))
+    if ref.isascii() and ref.isdigit() and int(ref) <= MAX_INTEGER_ID:
+        return int(ref)
     return None
 
 
