@@ -65,7 +65,8 @@ run: install $(INSTANCE)/dist/.built
 # starts the longest modules first. One more worker than cores: the suite is bound by CPU, and the
 # modules that wait (leases, restarts, time limits) left 7 % of it idle with a worker per core (on
 # 2 cores: 783 s with 2 workers, 753 s with 3, idle 1.8 %). `make test PYTEST_WORKERS=0` runs in one process.
-PYTEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
+# The cores this process may run on (a container's or taskset's, as xdist's `auto` counts them), not the host's.
+PYTEST_WORKERS ?= $(shell $(PYTHON) -c "import os; n = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count(); print((n or 1) + 1)")
 test: install
 	bash scripts/system-deps.sh
 	bash scripts/services.sh

@@ -49,8 +49,8 @@ class Analysis:
     ``problem``: as ``parse`` returns it. ``findings(kind)``: as ``scan`` returns it, or the
     ``BoundExceeded`` that scan met, raised again where it is read."""
 
-    def __init__(self, problem: dict | None, out: dict, scans: tuple[str, ...]):
-        self.problem, self._out, self.scans = problem, out, scans
+    def __init__(self, out: dict, scans: tuple[str, ...]):
+        self.problem, self._out, self.scans = out["parse"], out, scans
 
     def findings(self, kind: str) -> list[dict]:
         if kind not in self.scans:
@@ -74,7 +74,7 @@ def analyse(source: str, scans=()) -> Analysis:
     if unknown:
         raise ValueError(f"unknown scan {sorted(unknown)[0]!r}; choose from {', '.join(SCANS)}")
     out = _run(source, ["parse", *scans])
-    return Analysis(out["parse"], out, scans)
+    return Analysis(out, scans)
 
 
 def parse(source: str) -> dict | None:
@@ -125,7 +125,7 @@ def top_level_defs(source: str, name: str) -> list[int]:
 def _run(source: str, stages: list[str]) -> dict:
     data = source.encode("utf-8", "surrogatepass")
     if len(data) > MAX_SOURCE_BYTES:
-        return {"parse": {"error": "size", "count": len(data), "limit": MAX_SOURCE_BYTES}, "_stopped": ("size", "")}
+        return {"parse": {"error": "size", "count": len(data), "limit": MAX_SOURCE_BYTES}}
     try:
         done = subprocess.run([sys.executable, "-I", "-S", "-c", _BOOT, _ROOT, str(CPU_SECONDS), str(MEMORY_BYTES),
                                *stages], input=data,

@@ -285,8 +285,8 @@ def _finish(report, session, result):
     return result
 
 
-# The checks that read the source without running it: what they find the run must confirm.
-# The checks that read a scan of the source (bounded.SCANS), and which.
+# The checks that read the source without running it (what they find the run must confirm), and
+# the scan each reads (bounded.SCANS, run once per grading with the parse).
 SCAN_OF_CHECK = {"forbidden.static": "forbidden", "forbidden.autograd_source": "autograd"}
 STATIC_SCANS = tuple(SCAN_OF_CHECK)
 

@@ -95,16 +95,16 @@ def test_a_picture_is_drawn_once_per_data_and_language(monkeypatch):
     drawn = []
     svg = charts._svg
     monkeypatch.setattr(charts, "_svg", lambda fig: drawn.append(1) or svg(fig))
-    monkeypatch.setattr(charts, "_drawn", charts._Drawn(2))
+    heatmaps = charts.kept(charts.weights_heatmaps.__wrapped__, size=2)  # two kept, for the eviction
     app = Flask(__name__)
     Babel(app, default_translation_directories=str(TRANSLATIONS))
     weights = [[0.5, 0.5], [0.125, 0.875]]
     with app.test_request_context():
         with force_locale("en"):
-            first = charts.weights_heatmaps(weights)
-            assert charts.weights_heatmaps(weights) == first and len(drawn) == 1
-            assert charts.weights_heatmaps([[0.5, 0.5], [0.25, 0.75]]) != first and len(drawn) == 2
+            first = heatmaps(weights)
+            assert heatmaps(weights) == first and len(drawn) == 1
+            assert heatmaps([[0.5, 0.5], [0.25, 0.75]]) != first and len(drawn) == 2
         with force_locale("ru"):
-            assert "позиция ключа" in _svg_texts(charts.weights_heatmaps(weights)) and len(drawn) == 3
+            assert "позиция ключа" in _svg_texts(heatmaps(weights)) and len(drawn) == 3
         with force_locale("en"):  # two kept: the first English one made room for the Russian one
-            assert charts.weights_heatmaps(weights) == first and len(drawn) == 4
+            assert heatmaps(weights) == first and len(drawn) == 4

@@ -11,8 +11,6 @@ import functools
 import io
 import json
 import math
-import threading
-from collections import OrderedDict
 
 import matplotlib
 from flask_babel import format_decimal, get_locale, gettext as _
@@ -50,40 +48,21 @@ NAMED_COLOUR = "#ef9a9a"  # a failure the grader names a bug for: the lighter pa
 # an assignment page. A picture is a function of its data and the language it is drawn in, so the
 # last ones drawn are kept, keyed by both (a new score makes a new key; nothing goes stale).
 # Measured: charts were two thirds of the web process's CPU in tests/test_browser.py (py-spy).
-KEPT_PICTURES = 256  # about 20-60 KB each
+KEPT_PICTURES = 256  # of each kind, about 20-60 KB each
 
 
-class _Drawn:
-    def __init__(self, size: int):
-        self.size, self.lock, self.pictures = size, threading.Lock(), OrderedDict()
+def kept(draw, size: int = KEPT_PICTURES):
+    """``draw`` drawn once per data and language; later calls with the same get the same bytes.
+    The data is the key, as JSON (what the pictures are drawn from: a stored report, lists of
+    numbers), and is drawn from that JSON, so two calls that make one key draw one picture."""
+    @functools.lru_cache(maxsize=size)
+    def drawn(name: str, lang: str, data: str) -> bytes:  # the locale in force draws in ``lang``
+        args, kwargs = json.loads(data)
+        return draw(*args, **kwargs)
 
-    def get(self, key):
-        with self.lock:
-            svg = self.pictures.get(key)
-            if svg is not None:
-                self.pictures.move_to_end(key)
-            return svg
-
-    def put(self, key, svg: bytes) -> None:
-        with self.lock:
-            self.pictures[key] = svg
-            while len(self.pictures) > self.size:
-                self.pictures.popitem(last=False)
-
-
-_drawn = _Drawn(KEPT_PICTURES)
-
-
-def kept(draw):
-    """``draw`` drawn once per data and language; later calls with the same get the same bytes."""
     @functools.wraps(draw)
     def picture(*args, **kwargs) -> bytes:
-        key = (draw.__name__, str(get_locale()), json.dumps([args, kwargs], sort_keys=True, default=str))
-        svg = _drawn.get(key)
-        if svg is None:
-            svg = draw(*args, **kwargs)
-            _drawn.put(key, svg)
-        return svg
+        return drawn(draw.__name__, str(get_locale()), json.dumps([args, kwargs], sort_keys=True, default=str))
     return picture
 
 
